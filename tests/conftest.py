@@ -1,0 +1,34 @@
+"""Shared fixtures: where the real corpus and golden data live, and skips when absent."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED = Path(os.environ.get("TB_COMPARE_SHARED", ROOT.parent / "shared"))
+CORPUS = SHARED / "corpus"
+GOLDEN = SHARED / "spec" / "golden"
+SAMPLES = ROOT / "samples"
+
+needs_corpus = pytest.mark.skipif(
+    not CORPUS.is_dir(),
+    reason=f"real profiler corpus not found at {CORPUS} (it ships beside the repo as ../shared; "
+           "a fresh clone has none)")
+needs_golden = pytest.mark.skipif(
+    not GOLDEN.is_dir(), reason=f"reference golden data not found at {GOLDEN}")
+
+
+@pytest.fixture(scope="session")
+def corpus() -> Path:
+    if not CORPUS.is_dir():
+        pytest.skip(f"real profiler corpus not found at {CORPUS}")
+    return CORPUS
+
+
+@pytest.fixture(scope="session")
+def golden() -> Path:
+    if not GOLDEN.is_dir():
+        pytest.skip(f"reference golden data not found at {GOLDEN}")
+    return GOLDEN
