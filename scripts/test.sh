@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Install everything the test suite needs (a virtualenv with the package and test
+# dependencies, Debian's Chromium for the browser tests) and run the whole suite.
+# Usage: bash scripts/test.sh [pytest args...]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+VENV=${TB_COMPARE_VENV:-$ROOT/.venv}
+
+need_sudo() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+
+if [ ! -x /usr/bin/chromium ]; then
+  echo "== installing Debian chromium (browser tests)"
+  need_sudo apt-get update -qq
+  need_sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null
+fi
+
+if [ ! -x "$VENV/bin/python" ]; then
+  echo "== creating $VENV"
+  python3 -m venv "$VENV"
+fi
+echo "== installing tb-compare-plugin and test dependencies"
+"$VENV/bin/python" -m pip install -q --upgrade pip
+"$VENV/bin/python" -m pip install -q -e ".[test]"
+
+if [ -f frontend/package.json ] && command -v npm >/dev/null; then
+  echo "== rebuilding the frontend bundle and checking it equals the committed one"
+  (cd frontend && npm ci --no-audit --no-fund --loglevel=error && npm run --silent build)
+  if [ -n "$(git status --porcelain -- tb_compare_plugin/static 2>/dev/null)" ]; then
+    echo "FAIL: the committed bundle in tb_compare_plugin/static differs from a fresh build:" >&2
+    git status --porcelain -- tb_compare_plugin/static >&2
+    exit 1
+  fi
+fi
+
+echo "== running the test suite"
+mkdir -p test-artifacts
+exec "$VENV/bin/python" -m pytest -q -p no:cacheprovider "$@" tests

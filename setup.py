@@ -1,0 +1,41 @@
+"""Install tb-compare: the TensorBoard plugin `profile_compare` and the `tb-compare` CLI.
+
+The frontend bundle in tb_compare_plugin/static/ is prebuilt and committed, so
+installing needs no Node.js.
+"""
+from setuptools import setup, find_packages
+
+setup(
+    name="tb-compare-plugin",
+    version="0.1.0",
+    description="Compare two deep-learning performance profiles (GPU/NPU) in TensorBoard and on the CLI",
+    long_description=open("README.md", encoding="utf-8").read() if __import__("os").path.exists("README.md") else "",
+    long_description_content_type="text/markdown",
+    packages=find_packages(include=["tb_compare_plugin", "tb_compare_plugin.*"]),
+    package_data={"tb_compare_plugin": ["static/*"]},
+    include_package_data=True,
+    python_requires=">=3.9",
+    install_requires=[
+        "tensorboard>=2.11",
+        "werkzeug>=2.0",
+        "numpy>=1.22",
+        "pandas>=1.5",
+        "xlsxwriter>=3.0",
+        "msgspec>=0.18",
+    ],
+    extras_require={
+        "test": ["pytest>=7", "hypothesis>=6", "openpyxl>=3.1", "playwright>=1.40"],
+    },
+    entry_points={
+        "tensorboard_plugins": [
+            "profile_compare = tb_compare_plugin.loader:ProfileCompareLoader",
+        ],
+        "console_scripts": [
+            "tb-compare = tb_compare_plugin.cli:main",
+        ],
+    },
+    classifiers=[
+        "Programming Language :: Python :: 3",
+        "Framework :: TensorBoard" if False else "Topic :: Scientific/Engineering :: Artificial Intelligence",
+    ],
+)

@@ -1,0 +1,96 @@
+"""Walk a logdir and group what :mod:`classify` recognises into runs.
+
+Follows symlinked folders once (loops are cut by real path), never descends into
+a worker folder, and never raises for unreadable folders.
+"""
+from __future__ import annotations
+
+import os
+
+from .classify import (ASCEND_OUT, _TRACE_SUFFIXES, classify_ascend_dir, classify_trace_file,
+                       is_ascend_worker_dir, sniff_trace_json)
+from .spec import RunInfo
+
+MAX_DEPTH = 12
+_SKIP_DIRS = {".git", "__pycache__", "node_modules", ".ipynb_checkpoints"}
+
+
+def _run_name(logdir: str, folder: str) -> str:
+    rel = os.path.relpath(folder, logdir)
+    return "." if rel == "." else rel.replace(os.sep, "/")
+
+
+def find_runs(logdir: str) -> list[RunInfo]:
+    """Every run under ``logdir`` with its workers, sorted by run name."""
+    logdir = os.path.abspath(logdir)
+    runs: dict[str, RunInfo] = {}
+    seen_real: set[str] = set()
+
+    def add(folder: str, spec_fn):
+        name = _run_name(logdir, folder)
+        run = runs.setdefault(name, RunInfo(name, folder))
+        run.workers.append(spec_fn(name))
+
+    def visit(folder: str, depth: int):
+        try:
+            real = os.path.realpath(folder)
+        except OSError:
+            return
+        if real in seen_real or depth > MAX_DEPTH:
+            return
+        seen_real.add(real)
+        try:
+            entries = sorted(os.scandir(folder), key=lambda e: e.name)
+        except OSError:
+            return
+        subdirs = []
+        for e in entries:
+            try:
+                is_dir = e.is_dir()  # follows symlinks
+                is_file = not is_dir and e.is_file()
+            except OSError:
+                continue
+            if is_dir:
+                if e.name in _SKIP_DIRS or e.name.startswith("."):
+                    continue
+                if is_ascend_worker_dir(e.name):
+                    add(folder, lambda run, p=e.path: classify_ascend_dir(run, p))
+                elif e.name == ASCEND_OUT:
+                    # a bare ASCEND_PROFILER_OUTPUT: the folder holding it is the run
+                    add(folder, lambda run, p=e.path: classify_ascend_dir(run, p, ASCEND_OUT))
+                else:
+                    subdirs.append(e.path)
+            elif is_file:
+                n = e.name
+                if n.endswith(_TRACE_SUFFIXES) or (n.endswith((".json", ".json.gz"))
+                                                   and n != "trace_view.json"
+                                                   and sniff_trace_json(e.path)):
+                    add(folder, lambda run, p=e.path: classify_trace_file(run, p))
+        for d in subdirs:
+            visit(d, depth + 1)
+
+    if os.path.isdir(logdir):
+        if is_ascend_worker_dir(os.path.basename(logdir)) or os.path.basename(logdir) == ASCEND_OUT:
+            parent = os.path.dirname(logdir)
+            runs["."] = RunInfo(".", parent, [classify_ascend_dir(".", logdir)])
+        else:
+            visit(logdir, 0)
+    for r in runs.values():
+        _dedupe_names(r)
+    return [runs[k] for k in sorted(runs)]
+
+
+def _dedupe_names(run: RunInfo) -> None:
+    """Worker names must be unique in a run (e.g. a.pt.trace.json and a.pt.trace.json.gz)."""
+    from dataclasses import replace
+    seen: dict[str, int] = {}
+    out = []
+    for w in run.workers:
+        n = w.name
+        if n in seen:
+            seen[n] += 1
+            w = replace(w, name=f"{n}~{seen[n]}")
+        else:
+            seen[n] = 0
+        out.append(w)
+    run.workers = out

@@ -1,0 +1,119 @@
+"""The TensorBoard plugin: thin route handlers over discovery, the profile store and the
+engines.  Nothing heavy happens on a request thread: parsing and comparing run in the
+store's pool, and a handler waits a bounded time before answering 202 "loading".
+"""
+from __future__ import annotations
+
+import os
+from importlib import resources
+
+from tensorboard.plugins import base_plugin
+
+from . import PLUGIN_NAME
+from .discovery import split_worker_id
+from .discovery.scanner import Scanner
+from .http import HttpError, arg, json_body, json_response, route
+from .presenters.runs_json import runs_payload, worker_payload
+from .store import ProfileStore
+
+WAIT_SECONDS = float(os.environ.get("TB_COMPARE_REQUEST_WAIT", "20"))
+_MIME = {".js": "text/javascript", ".css": "text/css", ".map": "application/json",
+         ".html": "text/html", ".svg": "image/svg+xml", ".png": "image/png"}
+
+
+class ProfileComparePlugin(base_plugin.TBPlugin):
+    plugin_name = PLUGIN_NAME
+
+    def __init__(self, context):
+        flags = getattr(context, "flags", None)
+        self._logdir = getattr(context, "logdir", "") or ""
+        interval = getattr(flags, "profile_compare_scan_interval", None) or 5.0
+        self._scanner = Scanner(self._logdir, interval)
+        self._store = ProfileStore()
+
+    # -- TensorBoard contract ------------------------------------------------------------
+    def frontend_metadata(self):
+        return base_plugin.FrontendMetadata(es_module_path="/static/index.js", tab_name="PROFILE COMPARE",
+                                            disable_reload=False)
+
+    def is_active(self):
+        self._scanner.start()
+        return self._scanner.active
+
+    def get_plugin_apps(self):
+        self._scanner.start()
+        return {
+            "/runs": route(self._runs),
+            "/worker": route(self._worker),
+            "/load": route(self._load),
+            "/static/*": route(self._static),
+        }
+
+    # -- helpers -------------------------------------------------------------------------
+    def _spec(self, wid: str):
+        try:
+            split_worker_id(wid)
+        except ValueError as e:
+            raise HttpError(400, str(e))
+        snap = self._scanner.snapshot
+        spec = snap.workers.get(wid)
+        if spec is None:
+            if not snap.scanned_at:
+                self._scanner.wait_first_scan(10)
+                spec = self._scanner.snapshot.workers.get(wid)
+            if spec is None:
+                raise HttpError(404, f"unknown worker {wid!r}: pick one listed by the runs route")
+        return spec
+
+    def _profile_or_202(self, spec):
+        """The parsed profile, or an HttpError 202 with progress while it loads."""
+        prof = self._store.loaded(spec)
+        if prof is not None:
+            return prof
+        fut = self._store.future(spec)
+        try:
+            return fut.result(timeout=WAIT_SECONDS)
+        except TimeoutError:
+            st = self._store.status(spec)
+            raise HttpError(202, f"{spec.id} is still loading", status="loading", progress=st["progress"])
+
+    # -- routes --------------------------------------------------------------------------
+    def _runs(self, request):
+        snap = self._scanner.snapshot
+        if not snap.scanned_at:
+            self._scanner.wait_first_scan(10)
+            snap = self._scanner.snapshot
+        return json_response(request, runs_payload(snap, self._store))
+
+    def _worker(self, request):
+        spec = self._spec(arg(request, "id"))
+        prof = self._profile_or_202(spec)
+        body = worker_payload(spec, self._store)
+        body["summary"] = prof.summary()
+        return json_response(request, body)
+
+    def _load(self, request):
+        body = json_body(request)
+        ids = body.get("workers")
+        if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids) or len(ids) > 64:
+            raise HttpError(400, "body must be {\"workers\": [worker ids]} (at most 64)")
+        out = {}
+        for wid in ids:
+            spec = self._spec(wid)
+            out[wid] = self._store.request(spec) if not spec.error else {
+                "status": "error", "error": spec.error, "progress": 1.0}
+        return json_response(request, {"workers": out})
+
+    def _static(self, request):
+        name = request.path.rsplit("/static/", 1)[-1]
+        if not name or "/" in name or "\\" in name or name.startswith("."):
+            raise HttpError(404, "no such file")
+        ext = os.path.splitext(name)[1]
+        if ext not in _MIME:
+            raise HttpError(404, "no such file")
+        try:
+            data = resources.files("tb_compare_plugin").joinpath("static", name).read_bytes()
+        except (FileNotFoundError, IsADirectoryError, OSError):
+            raise HttpError(404, f"no such file: {name}")
+        from tensorboard.backend import http_util
+        return http_util.Respond(request, data, _MIME[ext])

@@ -1,0 +1,175 @@
+"""Parsed profiles and finished comparisons, held under an LRU bound and computed off the
+request path.
+
+:class:`JobCache` is the one mechanism: a keyed, bounded LRU of results where each
+key is computed at most once at a time by a bounded pool, with status and progress
+for the UI.  The profile store and the comparison store are two instances of it.
+"""
+from __future__ import annotations
+
+import threading
+import time
+import traceback
+from collections import OrderedDict
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any, Callable, Hashable
+
+from .loaders.errors import LoadError
+
+
+def user_message(exc: BaseException) -> str:
+    """One line for a user: LoadError/ValueError text, else the exception type and text."""
+    if isinstance(exc, (LoadError, ValueError, FileNotFoundError, PermissionError)):
+        return str(exc)
+    if isinstance(exc, MemoryError):
+        return "out of memory while processing the profile"
+    return f"{type(exc).__name__}: {exc}"
+
+
+class Job:
+    __slots__ = ("future", "progress", "started", "error")
+
+    def __init__(self, future: Future | None = None) -> None:
+        self.future = future
+        self.progress = 0.0
+        self.started = time.time()
+        self.error: str | None = None
+
+
+class JobCache:
+    """At most ``max_items`` results, LRU-evicted; at most one computation per key at a time."""
+
+    def __init__(self, max_items: int = 4, workers: int = 1, name: str = "tbc") -> None:
+        self.max_items = max_items
+        self._lock = threading.Lock()
+        self._done: "OrderedDict[Hashable, Any]" = OrderedDict()
+        self._errors: "OrderedDict[Hashable, str]" = OrderedDict()
+        self._jobs: dict[Hashable, Job] = {}
+        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix=name)
+
+    # -- queries -----------------------------------------------------------------------
+    def peek(self, key: Hashable):
+        with self._lock:
+            if key in self._done:
+                self._done.move_to_end(key)
+                return self._done[key]
+        return None
+
+    def status(self, key: Hashable) -> dict:
+        with self._lock:
+            if key in self._done:
+                return {"status": "ok", "error": None, "progress": 1.0}
+            if key in self._jobs:
+                j = self._jobs[key]
+                return {"status": "loading", "error": None, "progress": round(j.progress, 3)}
+            if key in self._errors:
+                return {"status": "error", "error": self._errors[key], "progress": 1.0}
+        return {"status": "not_loaded", "error": None, "progress": 0.0}
+
+    # -- work --------------------------------------------------------------------------
+    def submit(self, key: Hashable, fn: Callable[[Callable[[float], None]], Any]) -> Future | None:
+        """Start computing ``key`` unless it is done, failed, or under way.  Returns its future."""
+        with self._lock:
+            if key in self._done:
+                f: Future = Future()
+                f.set_result(self._done[key])
+                return f
+            if key in self._jobs:
+                return self._jobs[key].future
+            self._errors.pop(key, None)
+            job = Job()
+
+            def run():
+                def progress(x: float) -> None:
+                    job.progress = max(0.0, min(1.0, float(x)))
+                try:
+                    result = fn(progress)
+                except BaseException as e:  # noqa: BLE001 - every failure becomes a status
+                    msg = user_message(e)
+                    if not isinstance(e, (LoadError, ValueError, FileNotFoundError)):
+                        traceback.print_exc()
+                    with self._lock:
+                        self._jobs.pop(key, None)
+                        self._errors[key] = msg
+                        while len(self._errors) > 256:
+                            self._errors.popitem(last=False)
+                    raise
+                with self._lock:
+                    self._jobs.pop(key, None)
+                    self._done[key] = result
+                    self._done.move_to_end(key)
+                    while len(self._done) > self.max_items:
+                        self._done.popitem(last=False)
+                return result
+
+            self._jobs[key] = job
+            job.future = self._pool.submit(run)
+            return job.future
+
+    def get(self, key: Hashable, fn, timeout: float | None = None):
+        """Compute (or wait for) ``key`` and return the result; raises the job's exception."""
+        hit = self.peek(key)
+        if hit is not None:
+            return hit
+        with self._lock:
+            err = self._errors.get(key)
+        if err is not None:
+            raise _StoredError(err)
+        fut = self.submit(key, fn)
+        return fut.result(timeout=timeout)
+
+    def forget_errors(self) -> None:
+        with self._lock:
+            self._errors.clear()
+
+    def clear(self) -> None:
+        with self._lock:
+            self._done.clear()
+            self._errors.clear()
+
+
+class _StoredError(LoadError):
+    """A failure remembered from an earlier attempt (same files, so the same outcome)."""
+
+    def __init__(self, message: str) -> None:
+        Exception.__init__(self, message)
+        self.path, self.problem = "", message
+
+    def __str__(self) -> str:
+        return self.problem
+
+
+def load_profile(spec, progress=None):
+    """Parse one discovered worker (used by the store and the CLI)."""
+    from . import loaders
+    if spec.error:
+        raise _StoredError(spec.error)
+    prof = loaders.load(spec.format, spec.root, progress=progress)
+    if spec.rank is not None and prof.meta.rank is None:
+        prof.meta.rank = spec.rank
+    return prof
+
+
+class ProfileStore:
+    """Workers parsed on demand, keyed by their files' (path, size, mtime): a changed file
+    is a new key, so stale results are never served."""
+
+    def __init__(self, max_profiles: int = 6, workers: int = 1) -> None:
+        self.cache = JobCache(max_profiles, workers, name="tbc-load")
+
+    def status(self, spec) -> dict:
+        return self.cache.status(spec.fingerprint)
+
+    def request(self, spec) -> dict:
+        self.future(spec)
+        return self.status(spec)
+
+    def future(self, spec) -> Future:
+        """Start (or join) the load of ``spec``; the future resolves to the Profile."""
+        return self.cache.submit(spec.fingerprint, lambda p: load_profile(spec, p))
+
+    def loaded(self, spec):
+        return self.cache.peek(spec.fingerprint)
+
+    def get(self, spec, timeout: float | None = None):
+        return self.cache.get(spec.fingerprint, lambda p: load_profile(spec, p), timeout)
