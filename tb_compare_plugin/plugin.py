@@ -12,9 +12,11 @@ from tensorboard.plugins import base_plugin
 from . import PLUGIN_NAME
 from .discovery import split_worker_id
 from .discovery.scanner import Scanner
-from .http import HttpError, arg, json_body, json_response, route
+from .comparison import Comparison, Options, Side
+from .http import HttpError, arg, int_arg, json_body, json_response, route
+from .presenters.overall_json import overall_payload
 from .presenters.runs_json import runs_payload, worker_payload
-from .store import ProfileStore
+from .store import JobCache, ProfileStore
 
 WAIT_SECONDS = float(os.environ.get("TB_COMPARE_REQUEST_WAIT", "20"))
 _MIME = {".js": "text/javascript", ".css": "text/css", ".map": "application/json",
@@ -30,6 +32,7 @@ class ProfileComparePlugin(base_plugin.TBPlugin):
         interval = getattr(flags, "profile_compare_scan_interval", None) or 5.0
         self._scanner = Scanner(self._logdir, interval)
         self._store = ProfileStore()
+        self._comparisons = JobCache(max_items=8, workers=1, name="tbc-compare")
 
     # -- TensorBoard contract ------------------------------------------------------------
     def frontend_metadata(self):
@@ -46,6 +49,7 @@ class ProfileComparePlugin(base_plugin.TBPlugin):
             "/runs": route(self._runs),
             "/worker": route(self._worker),
             "/load": route(self._load),
+            "/compare/overall": route(self._compare_overall),
             "/static/*": route(self._static),
         }
 
@@ -77,7 +81,50 @@ class ProfileComparePlugin(base_plugin.TBPlugin):
             st = self._store.status(spec)
             raise HttpError(202, f"{spec.id} is still loading", status="loading", progress=st["progress"])
 
+    def _comparison(self, request) -> Comparison:
+        """The Comparison named by the query (cached), or HttpError 202 while it is computed."""
+        base = self._spec(arg(request, "baseline"))
+        target = self._spec(arg(request, "target"))
+        per = arg(request, "per_step", required=False)
+        if per not in (None, "0", "1", "auto"):
+            raise HttpError(400, "per_step must be 0, 1 or auto")
+        opts = Options(base_step=int_arg(request, "base_step"), target_step=int_arg(request, "target_step"),
+                       per_step=None if per in (None, "auto") else per == "1")
+        key = (base.fingerprint, target.fingerprint, opts.key())
+        hit = self._comparisons.peek(key)
+        if hit is not None:
+            return hit
+        for spec in (base, target):
+            if spec.error:
+                raise HttpError(422, spec.error)
+
+        def job(progress):
+            fb, ft = self._store.future(base), self._store.future(target)
+            while not (fb.done() and ft.done()):
+                sb, st = self._store.status(base), self._store.status(target)
+                progress(0.45 * (sb["progress"] + st["progress"]))
+                try:
+                    fb.result(timeout=0.2) if not fb.done() else ft.result(timeout=0.2)
+                except TimeoutError:
+                    pass
+            cmp = Comparison(fb.result(), ft.result(), opts, Side(base.run, base.name, base.root),
+                             Side(target.run, target.name, target.root))
+            progress(0.95)
+            cmp.overall()
+            return cmp
+
+        fut = self._comparisons.submit(key, job)
+        try:
+            return fut.result(timeout=WAIT_SECONDS)
+        except TimeoutError:
+            st = self._comparisons.status(key)
+            raise HttpError(202, "the comparison is still being computed", status="loading",
+                            progress=st["progress"])
+
     # -- routes --------------------------------------------------------------------------
+    def _compare_overall(self, request):
+        return json_response(request, overall_payload(self._comparison(request)))
+
     def _runs(self, request):
         snap = self._scanner.snapshot
         if not snap.scanned_at:
@@ -100,7 +147,7 @@ class ProfileComparePlugin(base_plugin.TBPlugin):
         out = {}
         for wid in ids:
             spec = self._spec(wid)
-            out[wid] = self._store.request(spec) if not spec.error else {
+            out[wid] = self._store.request(spec, retry=True) if not spec.error else {
                 "status": "error", "error": spec.error, "progress": 1.0}
         return json_response(request, {"workers": out})
 

@@ -67,8 +67,10 @@ class JobCache:
         return {"status": "not_loaded", "error": None, "progress": 0.0}
 
     # -- work --------------------------------------------------------------------------
-    def submit(self, key: Hashable, fn: Callable[[Callable[[float], None]], Any]) -> Future | None:
-        """Start computing ``key`` unless it is done, failed, or under way.  Returns its future."""
+    def submit(self, key: Hashable, fn: Callable[[Callable[[float], None]], Any],
+               retry: bool = False) -> Future:
+        """Start computing ``key`` unless it is done, under way, or failed (same inputs, same
+        failure: retried only when ``retry``).  Returns its future."""
         with self._lock:
             if key in self._done:
                 f: Future = Future()
@@ -76,6 +78,10 @@ class JobCache:
                 return f
             if key in self._jobs:
                 return self._jobs[key].future
+            if key in self._errors and not retry:
+                f = Future()
+                f.set_exception(_StoredError(self._errors[key]))
+                return f
             self._errors.pop(key, None)
             job = Job()
 
@@ -109,14 +115,7 @@ class JobCache:
     def get(self, key: Hashable, fn, timeout: float | None = None):
         """Compute (or wait for) ``key`` and return the result; raises the job's exception."""
         hit = self.peek(key)
-        if hit is not None:
-            return hit
-        with self._lock:
-            err = self._errors.get(key)
-        if err is not None:
-            raise _StoredError(err)
-        fut = self.submit(key, fn)
-        return fut.result(timeout=timeout)
+        return hit if hit is not None else self.submit(key, fn).result(timeout=timeout)
 
     def forget_errors(self) -> None:
         with self._lock:
@@ -160,13 +159,13 @@ class ProfileStore:
     def status(self, spec) -> dict:
         return self.cache.status(spec.fingerprint)
 
-    def request(self, spec) -> dict:
-        self.future(spec)
+    def request(self, spec, retry: bool = False) -> dict:
+        self.future(spec, retry)
         return self.status(spec)
 
-    def future(self, spec) -> Future:
+    def future(self, spec, retry: bool = False) -> Future:
         """Start (or join) the load of ``spec``; the future resolves to the Profile."""
-        return self.cache.submit(spec.fingerprint, lambda p: load_profile(spec, p))
+        return self.cache.submit(spec.fingerprint, lambda p: load_profile(spec, p), retry)
 
     def loaded(self, spec):
         return self.cache.peek(spec.fingerprint)

@@ -253,3 +253,56 @@ def pg_names(metadata: object) -> dict:
             if name:
                 out[f"Group {gid} Communication"] = str(name)
     return out
+
+
+# ---------------------------------------------------------------------------------------------
+# joins
+
+def match_rows(trace_names: list, trace_start: np.ndarray, csv_names: np.ndarray,
+               csv_start: np.ndarray) -> np.ndarray:
+    """kernel_details row joined to each trace kernel (-1: none), one-to-one.
+
+    Join rule (spec a.3, join 1): CSV ``Start Time(us)`` == trace ``ts`` exactly (int ns), and the
+    same name when the CSV row has one.  Repeated (start, name) keys pair up in file order.
+    """
+    out = np.full(len(trace_start), -1, dtype=np.int64)
+    if not len(trace_start) or not len(csv_start):
+        return out
+    t = pd.DataFrame({"start": trace_start, "name": pd.Series(trace_names, dtype=object),
+                      "trow": np.arange(len(trace_start))})
+    c = pd.DataFrame({"start": csv_start, "name": pd.Series(csv_names, dtype=object),
+                      "crow": np.arange(len(csv_start))})
+    c = c[c["start"] >= 0]
+    named = c["name"].notna()
+    for cc, keys in ((c[named], ["start", "name"]), (c[~named], ["start"])):
+        if not len(cc):
+            continue
+        tt = t[out[t["trow"].to_numpy()] < 0] if keys == ["start"] else t
+        tt = tt.assign(occ=tt.groupby(keys, sort=False).cumcount())
+        cc = cc.assign(occ=cc.groupby(keys, sort=False).cumcount())
+        m = tt.merge(cc, on=keys + ["occ"], how="inner")
+        out[m["trow"].to_numpy()] = m["crow"].to_numpy()
+    return out
+
+
+def innermost_ops(op_start: np.ndarray, op_end: np.ndarray, op_parent: np.ndarray,
+                  times: np.ndarray) -> np.ndarray:
+    """For each time, the innermost op (row into the given arrays) containing it, or -1.
+
+    The ops are one thread's, nested (``op_parent`` indexes the same arrays).
+    """
+    out = np.full(len(times), -1, dtype=np.int64)
+    if not len(op_start) or not len(times):
+        return out
+    order = np.lexsort((op_start - op_end, op_start))      # ties: the longer (outer) op first
+    pos = np.searchsorted(op_start[order], times, side="right") - 1
+    par = op_parent.tolist()
+    ends = op_end.tolist()
+    for i, (p, t) in enumerate(zip(pos.tolist(), times.tolist())):
+        if p < 0 or t < 0:
+            continue
+        k = int(order[p])
+        while k >= 0 and ends[k] < t:
+            k = par[k]
+        out[i] = k
+    return out

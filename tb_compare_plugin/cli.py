@@ -1,0 +1,174 @@
+"""`tb-compare BASELINE TARGET`: compare two profiles from the command line.
+
+Prints the overview table, optionally writes the whole result as JSON (`--json`), and
+exits 0 on success, non-zero with one line on stderr on any failure (no traceback
+unless --debug), so CI can rely on it.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+
+EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
+
+
+class CliError(Exception):
+    """A failure to report as one line."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="tb-compare",
+        description="Compare a baseline and a target performance profile (PyTorch Profiler GPU traces, "
+                    "Ascend PyTorch Profiler text/db exports, MindSpore) and show where the target "
+                    "loses time and memory.")
+    p.add_argument("baseline", help="baseline profile: a trace .json/.json.gz, an *_ascend_pt/*_ascend_ms "
+                                    "folder, an ASCEND_PROFILER_OUTPUT folder, a profiler .db, or a run "
+                                    "folder holding several workers (then pick one with --base-rank)")
+    p.add_argument("target", help="target profile (same forms as BASELINE)")
+    p.add_argument("--base-rank", type=int, help="rank to use when BASELINE holds several workers")
+    p.add_argument("--target-rank", type=int, help="rank to use when TARGET holds several workers")
+    p.add_argument("--base-step", type=int, help="compare only this step of the baseline")
+    p.add_argument("--target-step", type=int, help="compare only this step of the target")
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--per-step", dest="per_step", action="store_const", const=True, default=None,
+                   help="divide each side by its number of steps (automatic when the step counts differ)")
+    g.add_argument("--raw", dest="per_step", action="store_const", const=False,
+                   help="never divide by the step count (the reference's figures)")
+    p.add_argument("--json", metavar="FILE", help="write the whole result as JSON to FILE ('-' for stdout)")
+    p.add_argument("--wide", action="store_true", help="wider table with counts and group names")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    p.add_argument("--quiet", "-q", action="store_true", help="do not print the overview table")
+    p.add_argument("--debug", action="store_true", help="show full tracebacks on failure")
+    return p
+
+
+# -- resolving paths to workers -----------------------------------------------------------
+def resolve(path: str, rank: int | None, role: str):
+    from .discovery import classify_path
+    try:
+        workers = classify_path(path)
+    except FileNotFoundError:
+        raise CliError(f"{role} {path}: no such file or folder")
+    except (ValueError, OSError) as e:
+        raise CliError(f"{role} {e}")
+    if not workers:
+        raise CliError(f"{role} {path}: no profile found there (expected a PyTorch Profiler trace, an "
+                       "Ascend *_ascend_pt / *_ascend_ms folder, ASCEND_PROFILER_OUTPUT, or a profiler .db)")
+    if rank is not None:
+        chosen = [w for w in workers if w.rank == rank]
+        if not chosen:
+            have = ", ".join(f"{w.name} (rank {w.rank})" for w in workers)
+            raise CliError(f"{role} {path}: no worker with rank {rank}; found {have}")
+        workers = chosen
+    if len(workers) > 1:
+        have = ", ".join(f"{w.name} (rank {w.rank})" for w in workers)
+        flag = "--base-rank" if role == "baseline" else "--target-rank"
+        raise CliError(f"{role} {path} holds {len(workers)} workers ({have}): pick one with {flag}")
+    return workers[0]
+
+
+class Progress:
+    """A one-line progress bar on stderr, only when stderr is a terminal."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled and sys.stderr.isatty()
+        self.label = ""
+        self._last = 0.0
+
+    def start(self, label: str) -> None:
+        self.label = label
+        self(0.0)
+
+    def __call__(self, frac: float) -> None:
+        if not self.enabled:
+            return
+        now = time.monotonic()
+        if frac < 1.0 and now - self._last < 0.1:
+            return
+        self._last = now
+        n = int(max(0.0, min(1.0, frac)) * 30)
+        sys.stderr.write(f"\r{self.label[:40]:<40} [{'#' * n}{'.' * (30 - n)}] {frac * 100:5.1f}%")
+        sys.stderr.flush()
+
+    def done(self) -> None:
+        if self.enabled:
+            sys.stderr.write("\r" + " " * 80 + "\r")
+            sys.stderr.flush()
+
+
+def load_side(spec, role: str, progress: Progress):
+    from .store import load_profile
+    progress.start(f"loading {role} {spec.name}")
+    try:
+        return load_profile(spec, progress)
+    finally:
+        progress.done()
+
+
+def run(args) -> int:
+    from .comparison import Comparison, Options, Side
+    from .presenters.overall_json import overall_payload
+    from .presenters.cli_text import overview_table
+    from .http import dumps
+
+    base_spec = resolve(args.baseline, args.base_rank, "baseline")
+    target_spec = resolve(args.target, args.target_rank, "target")
+    progress = Progress(not args.no_progress)
+    base = load_side(base_spec, "baseline", progress)
+    target = load_side(target_spec, "target", progress)
+    opts = Options(base_step=args.base_step, target_step=args.target_step, per_step=args.per_step)
+    cmp = Comparison(base, target, opts, Side(base_spec.run, base_spec.name, base_spec.root),
+                     Side(target_spec.run, target_spec.name, target_spec.root))
+    payload = overall_payload(cmp)
+    if args.json:
+        text = dumps(payload)
+        if args.json == "-":
+            sys.stdout.write(text + "\n")
+        else:
+            _atomic_write(args.json, text.encode("utf-8"))
+    if not args.quiet and args.json != "-":
+        print(overview_table(payload, wide=args.wide, color=sys.stdout.isatty()))
+    return EXIT_OK
+
+
+def _atomic_write(path: str, data: bytes) -> None:
+    path = os.path.abspath(path)
+    folder = os.path.dirname(path)
+    if not os.path.isdir(folder):
+        raise CliError(f"cannot write {path}: folder {folder} does not exist")
+    tmp = f"{path}.tmp{os.getpid()}"
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except OSError as e:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise CliError(f"cannot write {path}: {e.strerror or e}")
+
+
+def main(argv=None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return run(args)
+    except KeyboardInterrupt:
+        print("tb-compare: interrupted", file=sys.stderr)
+        return 130
+    except Exception as e:  # noqa: BLE001 - one line, never a traceback
+        if args.debug:
+            raise
+        from .store import user_message
+        msg = str(e) if isinstance(e, CliError) else user_message(e)
+        print(f"tb-compare: error: {' '.join(msg.split())}", file=sys.stderr)
+        return EXIT_FAIL
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,72 @@
+"""One comparison of a baseline and a target profile: the single place engine results are
+computed and memoised, so the UI routes, the xlsx workbook and the CLI read the very same
+numbers.  Holds no file or HTTP knowledge.
+"""
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field, asdict
+
+
+@dataclass(frozen=True)
+class Options:
+    """Everything that changes a comparison's numbers (part of the cache key)."""
+    base_step: int | None = None
+    target_step: int | None = None
+    per_step: bool | None = None          # None: automatic (per-step when step counts differ)
+    op_name_map: tuple = ()               # ((from, to), ...)
+    use_input_shape: bool = False
+    max_kernel_num: int | None = None
+    gpu_flow_cat: str | None = None
+    disable_details: bool = False
+
+    def key(self) -> tuple:
+        return tuple(sorted(asdict(self).items()))
+
+
+@dataclass
+class Side:
+    """Identity of one side, for presenters: where the profile came from."""
+    run: str
+    worker: str
+    path: str = ""
+
+    def to_dict(self) -> dict:
+        return {"run": self.run, "worker": self.worker}
+
+
+class Comparison:
+    """Lazily computed, memoised engine results for one (baseline, target, options)."""
+
+    def __init__(self, base, target, options: Options | None = None,
+                 base_side: Side | None = None, target_side: Side | None = None) -> None:
+        self.base, self.target = base, target
+        self.options = options or Options()
+        self.base_side = base_side or Side("", "baseline", base.meta.path)
+        self.target_side = target_side or Side("", "target", target.meta.path)
+        self._results: dict = {}
+        self._lock = threading.Lock()
+
+    def _memo(self, name: str, fn):
+        with self._lock:
+            if name not in self._results:
+                self._results[name] = fn()
+            return self._results[name]
+
+    def overall(self):
+        from .engines.overall import compare_overall
+        o = self.options
+        return self._memo("overall", lambda: compare_overall(
+            self.base, self.target, base_step=o.base_step, target_step=o.target_step, per_step=o.per_step))
+
+    def communication(self):
+        from .engines.communication import compare_communication
+        o = self.options
+        return self._memo("communication", lambda: compare_communication(
+            self.base, self.target, base_step=o.base_step, target_step=o.target_step))
+
+    def swapped(self) -> "Comparison":
+        o = self.options
+        opts = Options(o.target_step, o.base_step, o.per_step, o.op_name_map, o.use_input_shape,
+                       o.max_kernel_num, o.gpu_flow_cat, o.disable_details)
+        return Comparison(self.target, self.base, opts, self.target_side, self.base_side)

@@ -1,0 +1,60 @@
+"""Plain-text overview table for the terminal: 80 columns by default, more with --wide."""
+from __future__ import annotations
+
+import math
+
+
+def _ms(v) -> str:
+    if v is None or (isinstance(v, float) and not math.isfinite(v)):
+        return "-"
+    return f"{v:,.3f}"
+
+
+def _ratio(r) -> str:
+    if r is None:
+        return "new" if r is None else "-"
+    return f"{r:.2f}x"
+
+
+def overview_table(payload: dict, wide: bool = False, color: bool = False) -> str:
+    b, t = payload["baseline"], payload["target"]
+    lines = []
+    title = (f"Baseline: {b.get('run') or ''}/{b.get('worker')} ({b.get('device')}, {b.get('format')})\n"
+             f"Target:   {t.get('run') or ''}/{t.get('worker')} ({t.get('device')}, {t.get('format')})")
+    lines.append(title)
+    name_w = 34 if not wide else 46
+    head = f"{'Metric':<{name_w}}{'Baseline ms':>12}{'Target ms':>12}{'Diff ms':>12}{'Ratio':>8}"
+    if wide:
+        head += f"{'Base n':>9}{'Target n':>9}"
+    lines.append(head)
+    lines.append("-" * len(head))
+    red, green, reset = ("\x1b[31m", "\x1b[32m", "\x1b[0m") if color else ("", "", "")
+    for row in payload.get("overall_metrics", []):
+        name = "  " * int(row.get("depth", 0)) + str(row["name"])
+        if len(name) > name_w - 1:
+            name = name[: name_w - 2] + "…"
+        bd, td = row["baseline"].get("duration_ms"), row["target"].get("duration_ms")
+        diff = row.get("diff_ms")
+        ratio = row.get("ratio")
+        rs = "-" if ratio is None and not bd else (_ratio(ratio) if ratio is not None else "new")
+        line = f"{name:<{name_w}}{_ms(bd):>12}{_ms(td):>12}{_ms(diff):>12}{rs:>8}"
+        if wide:
+            bc, tc = row["baseline"].get("count"), row["target"].get("count")
+            line += f"{'' if bc is None else bc:>9}{'' if tc is None else tc:>9}"
+        if color and diff and abs(diff) > 1e-9 and row.get("depth", 0) <= 1:
+            line = (red if diff > 0 else green) + line + reset
+        lines.append(line)
+    comm = payload.get("communication") or []
+    if comm:
+        lines.append("")
+        lines.append(f"{'Collective':<{name_w}}{'Baseline ms':>12}{'Target ms':>12}{'Diff ms':>12}{'Ratio':>8}")
+        lines.append("-" * len(head))
+        for row in comm:
+            name = row["name"] + (f" [{row['group']}]" if row.get("group") and wide else "")
+            bd, td = (row.get("baseline") or {}).get("total_ms"), (row.get("target") or {}).get("total_ms")
+            ratio = row.get("ratio")
+            lines.append(f"{name[:name_w - 1]:<{name_w}}{_ms(bd):>12}{_ms(td):>12}{_ms(row.get('diff_ms')):>12}"
+                         f"{(_ratio(ratio) if ratio is not None else '-'):>8}")
+    for n in payload.get("notes", []):
+        lines.append(f"note: {n}")
+    return "\n".join(lines)

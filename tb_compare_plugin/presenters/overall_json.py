@@ -1,0 +1,27 @@
+"""The overall comparison as JSON: the object both the `compare/overall` route and
+`tb-compare --json` emit (schema in docs/api.md)."""
+from __future__ import annotations
+
+
+def side_block(side, profile, step) -> dict:
+    return {"run": side.run, "worker": side.worker, "device": profile.meta.device,
+            "format": profile.meta.format, "step": step, "rank": profile.meta.rank}
+
+
+def overall_payload(cmp) -> dict:
+    res = cmp.overall().to_dict()
+    out = {
+        "baseline": side_block(cmp.base_side, cmp.base, cmp.options.base_step),
+        "target": side_block(cmp.target_side, cmp.target, cmp.options.target_step),
+    }
+    for k, v in res.items():
+        if k in ("baseline", "target") and isinstance(v, dict):
+            out[k].update({kk: vv for kk, vv in v.items() if kk not in out[k] or out[k][kk] is None})
+        else:
+            out[k] = v
+    try:
+        out["communication"] = cmp.communication().to_list()
+    except ImportError:
+        out["communication"] = []
+    out.setdefault("notes", [])
+    return out
