@@ -77,43 +77,18 @@ class _TraceView:
         self.t_lo, self.t_hi = t_lo, t_hi
         body = ", ".join(texts)
         literals, kinds, values = [], [], []
-        pos = 0
+        pos, close = 0, ""
         for m in _SLOT.finditer(body):
-            lit = body[pos:m.start()]
             if m.lastgroup == "sent":
                 kind, value, quoted = slots[int(m.group()) - _SENT]
             else:
                 kind, value, quoted = (K_STEP if m.lastgroup == "step" else K_ID), int(m.group()), False
-            if quoted:
-                lit += '"'
-            literals.append(lit)
+            q = '"' if quoted else ""
+            literals.append(close + body[pos:m.start()] + q)   # a string slot: quotes around it
             kinds.append(kind)
             values.append(value)
-            pos = m.end()
-            if quoted:
-                pos_lit_prefix = '"'
-            else:
-                pos_lit_prefix = ""
-            literals_next_prefix = pos_lit_prefix
-            body_rest_start = pos
-            # the closing quote of a quoted slot starts the next literal
-            if literals_next_prefix:
-                literals.append(None)   # placeholder, fixed below
-                literals.pop()
-            self._pending = literals_next_prefix
-            if quoted:
-                body = body[:pos] + body[pos:]  # no-op; quote added to next literal below
-            pos = body_rest_start
-            if quoted:
-                # the next literal begins with the closing quote
-                self._close = True
-            kinds_quoted = quoted
-            if kinds_quoted:
-                literals[-1] = literals[-1]
-            # record for next literal
-            self._prefix_next = '"' if quoted else ""
-            self._prefix_pos = pos
-        literals.append(body[pos:])
+            pos, close = m.end(), q
+        literals.append(close + body[pos:])
         self.template = Template(literals, kinds, values)
         self.pre = [json.dumps(e) for i, (e, o) in enumerate(zip(events, once)) if o and i < first]
         self.post = [json.dumps(e) for i, (e, o) in enumerate(zip(events, once)) if o and i > first]

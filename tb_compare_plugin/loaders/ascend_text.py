@@ -68,7 +68,7 @@ class _Ev(msgspec.Struct, gc=False):
     ts: Any = None
     dur: Any = None
     id: Any = None
-    args: Any = None
+    args: _Args | None = None
 
 
 _DECODER = msgspec.json.Decoder(list[_Ev])
