@@ -1,0 +1,1 @@
+"""Comparison engines: pure functions of two Profiles (no file reading, no HTTP)."""

@@ -1,0 +1,106 @@
+"""Kernel comparison: device kernels grouped by (type, input shapes), both sides side by side.
+
+NPU: kernel_details rows (or DB compute tasks) with a real ``Type``, grouped by Type and
+Input Shapes as the reference's KernelCompare sheet does.  GPU (which the reference does
+not support): compute kernels grouped by kernel name and the input shapes of the operator
+that launched them.  A step restricts each side to its kernels of that step.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ..model import KIND_COMPUTE
+from .sidebyside import merge_sides, ratio
+
+STAT_COLS = ("total_us", "avg_us", "max_us", "min_us", "calls")
+
+
+def _launch_shapes(profile, kernels: pd.DataFrame) -> np.ndarray:
+    """Input-shape symbol of the nearest op (launcher or an ancestor) that recorded shapes."""
+    ops = profile.ops
+    out = np.zeros(len(kernels), dtype=np.int32)
+    if not len(ops):
+        return out
+    cur = kernels["launch_op"].to_numpy().copy()
+    shapes = ops["input_shapes"].to_numpy()
+    parent = ops["parent"].to_numpy()
+    for _ in range(8):  # launcher -> aten op -> ... ; a few hops suffice
+        live = (cur >= 0) & (out == 0)
+        if not live.any():
+            break
+        s = shapes[cur[live]]
+        idx = np.flatnonzero(live)
+        out[idx] = s
+        cur[idx] = np.where(s == 0, parent[cur[idx]], -1)
+    return out
+
+
+def kernel_rows(profile, step: int | None = None) -> pd.DataFrame:
+    """One side's kernels as (kernel, input_shape, dur_us) in file order."""
+    k = profile.kernels
+    sym = profile.symbols
+    if step is not None:
+        k = k[k["step"] == step]
+    if profile.meta.device == "NPU":
+        bad = {0, sym.lookup("N/A")}
+        sel = k[k["detail"].to_numpy() & ~np.isin(k["type"].to_numpy(), list(bad))]
+        names = sel["type"].to_numpy()
+        shapes = sel["input_shapes"].to_numpy()
+    else:
+        sel = k[k["kind"].to_numpy() == KIND_COMPUTE]
+        names = sel["name"].to_numpy()
+        shapes = _launch_shapes(profile, sel)
+    strings = sym.as_array()
+    shape_s = strings[shapes]
+    shape_s[shapes == 0] = "N/A"
+    return pd.DataFrame({"kernel": strings[names], "input_shape": shape_s,
+                         "dur_us": sel["dur_ns"].to_numpy() / 1000.0})
+
+
+def kernel_stats(rows: pd.DataFrame) -> pd.DataFrame:
+    if not len(rows):
+        return pd.DataFrame(columns=["kernel", "input_shape", *STAT_COLS])
+    g = rows.groupby(["kernel", "input_shape"], sort=False)["dur_us"]
+    st = g.agg(total_us="sum", max_us="max", min_us="min", calls="count").reset_index()
+    st["avg_us"] = st["total_us"] / st["calls"]
+    return st[["kernel", "input_shape", *STAT_COLS]]
+
+
+def compare_kernels(base, target, base_step=None, target_step=None) -> pd.DataFrame:
+    """Side-by-side kernel statistics with diff (µs) and ratios; empty when a side has none."""
+    b = kernel_stats(kernel_rows(base, base_step))
+    t = kernel_stats(kernel_rows(target, target_step))
+    m = merge_sides(b, t, ["kernel", "input_shape"])
+    for side in ("b", "t"):
+        for c in STAT_COLS:
+            col = f"{side}_{c}"
+            m[col] = m[col].fillna(0)
+        m[f"{side}_calls"] = m[f"{side}_calls"].astype("int64")
+    m["diff_us"] = m["t_total_us"] - m["b_total_us"]
+    m["diff_total_ratio"] = ratio(m["t_total_us"], m["b_total_us"])
+    m["diff_avg_ratio"] = ratio(m["t_avg_us"], m["b_avg_us"])
+    m.insert(0, "name", m["kernel"] + np.where(m["input_shape"] != "N/A", " " + m["input_shape"], ""))
+    return m
+
+
+REFERENCE_HEADERS = ["Order Id", "Kernel", "Input Shape", "Total Duration(us)", "Avg Duration(us)",
+                     "Max Duration(us)", "Min Duration(us)", "Calls", "Total Duration(us)",
+                     "Avg Duration(us)", "Max Duration(us)", "Min Duration(us)", "Calls",
+                     "Diff Total Ratio", "Diff Avg Ratio"]
+
+
+def reference_rows(m: pd.DataFrame) -> list[list]:
+    """The reference's KernelCompare sheet rows (values rounded to 2 decimals as it does, ratios on
+    the rounded values)."""
+    out = []
+    for i, r in enumerate(m.itertuples(index=False), 1):
+        def side(p):
+            tot = round(getattr(r, f"{p}_total_us"), 2)
+            calls = int(getattr(r, f"{p}_calls"))
+            avg = round(tot / calls, 2) if calls else 0.0
+            return [tot, avg, round(getattr(r, f"{p}_max_us"), 2), round(getattr(r, f"{p}_min_us"), 2), calls]
+        bs, ts = side("b"), side("t")
+        out.append([i, r.kernel, r.input_shape, *bs, *ts,
+                    float(ratio([ts[0]], [bs[0]])[0]), float(ratio([ts[1]], [bs[1]])[0])])
+    return out

@@ -1,0 +1,192 @@
+"""Kernel categorisation for the overall breakdown (spec b.1).
+
+Owns the bucket codes (Flash Attention / Conv / Matmul fwd-bwd x Cube-Vector, Paged
+Attention, Vector trans / no-trans, other Cube, SDMA tensor move, MC2) and the
+vectorised walk that gives every device kernel its bucket:
+
+1. (NPU) paged attention, tensor move and MC2 kernels by name / op type;
+2. the kernel's host launch time (flow start) is looked up among the time-sorted
+   "cube" torch ops (matmul / flash-attention / conv masks): the earliest-starting such op
+   still running at launch time decides the bucket (fwd/bwd from the op, cube/vector from
+   the kernel);
+3. (NPU) fallback on the kernel's op Type (flashattention / conv* / matmul);
+4. otherwise Cube (cube kernel), Vector (Trans) or Vector (No Trans).
+
+The reference walks kernels sorted by flow start with a forward-only pointer over the
+start-sorted cube ops; that pointer always rests on the first op whose end is >= the flow
+start, i.e. ``searchsorted`` over the running maximum of op ends, so the whole walk is a
+handful of numpy operations.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+# bucket codes ---------------------------------------------------------------------------------
+NONE = 0
+FA_FWD_CUBE, FA_FWD_VEC, FA_BWD_CUBE, FA_BWD_VEC = 1, 2, 3, 4
+CONV_FWD_CUBE, CONV_FWD_VEC, CONV_BWD_CUBE, CONV_BWD_VEC = 5, 6, 7, 8
+MM_CUBE, MM_VEC = 9, 10
+PA = 11
+VEC_TRANS, VEC_NOTRANS = 12, 13
+CUBE_OTHER = 14
+SDMA_TM = 15
+MC2 = 16
+N_CODES = 17
+
+# masks (the reference's compare_config.ini) ---------------------------------------------------
+FA_MASK = ("flash_attention", "fusion_attention", "flashattn", "xformers_flash", "efficient_attention",
+           "flash2attn")
+CONV_MASK = ("aten::conv",)
+MM_MASK = ("aten::addmm", "aten::bmm", "aten::mm", "aten::matmul")
+GPU_CUBE_MASK = ("gemm", "conv", "cutlass", "wgrad", "gemvx")
+TRANS_MASK = ("cast", "transdata", "transpose")
+MC2_KERNELS = frozenset({"allgathermatmul", "matmulreducescatter", "matmulallreduce"})
+BWD_WORDS = ("bwd", "backward", "back", "grad")
+
+# host cube-op kinds
+OP_FA, OP_CONV, OP_MM = 1, 2, 3
+
+
+def text_flags(symbols, ids: np.ndarray, predicate) -> np.ndarray:
+    """Evaluate ``predicate(lower-cased string)`` once per distinct symbol id; bool per row."""
+    ids = np.asarray(ids)
+    if len(ids) == 0:
+        return np.zeros(0, dtype=bool)
+    uniq, inv = np.unique(ids, return_inverse=True)
+    strs = symbols.strings(uniq)
+    vals = np.fromiter((bool(predicate(s.lower())) for s in strs), dtype=bool, count=len(uniq))
+    return vals[inv]
+
+
+def _has_any(words):
+    return lambda s: any(w in s for w in words)
+
+
+def cube_op_kind(symbols, name_ids: np.ndarray) -> np.ndarray:
+    """OP_FA / OP_CONV / OP_MM (0 = not a cube op) for host op names, in the reference's order."""
+    ids = np.asarray(name_ids)
+    if len(ids) == 0:
+        return np.zeros(0, dtype=np.int8)
+    uniq, inv = np.unique(ids, return_inverse=True)
+    out = np.zeros(len(uniq), dtype=np.int8)
+    for i, s in enumerate(symbols.strings(uniq)):
+        low = s.lower()
+        if any(m in low for m in FA_MASK):
+            out[i] = OP_FA
+        elif any(m in low for m in CONV_MASK):
+            out[i] = OP_CONV
+        elif any(m in low for m in MM_MASK):
+            out[i] = OP_MM
+    return out[inv]
+
+
+def is_backward_name(symbols, name_ids: np.ndarray) -> np.ndarray:
+    return text_flags(symbols, name_ids, _has_any(BWD_WORDS))
+
+
+def categorise(*, device: str, flow_start: np.ndarray, is_cube: np.ndarray,
+               name_flags: dict[str, np.ndarray],
+               op_start: np.ndarray, op_end: np.ndarray, op_kind: np.ndarray,
+               op_bwd: np.ndarray) -> np.ndarray:
+    """Bucket code (int8) per kernel.
+
+    ``name_flags`` holds per-kernel booleans computed by the caller from names/types:
+    ``pa``, ``tensor_move``, ``mc2``, ``trans`` and, for the NPU Type fallback, ``type_fa``,
+    ``type_fa_bwd``, ``type_conv``, ``type_conv_bwd``, ``type_mm`` (absent keys = all False).
+    ``op_*`` describe the host cube ops (any order; sorted here stably by start).
+    ``flow_start`` < 0 means the kernel has no launch flow.
+    """
+    n = len(flow_start)
+    z = np.zeros(n, dtype=bool)
+    f = {k: (np.asarray(v, dtype=bool) if v is not None else z) for k, v in name_flags.items()}
+    get = lambda k: f.get(k, z)  # noqa: E731
+    code = np.zeros(n, dtype=np.int8)
+    todo = np.ones(n, dtype=bool)
+    npu = device == "NPU"
+    if npu:
+        for flag, c in (("pa", PA), ("tensor_move", SDMA_TM), ("mc2", MC2)):
+            hit = todo & get(flag)
+            code[hit] = c
+            todo &= ~hit
+    cube = np.asarray(is_cube, dtype=bool)
+    # 2. by the enclosing host cube op at launch time
+    if len(op_start) and n:
+        order = np.argsort(op_start, kind="stable")
+        s_sorted = np.asarray(op_start)[order]
+        run_end = np.maximum.accumulate(np.asarray(op_end)[order])
+        fs = np.asarray(flow_start, dtype=np.int64)
+        cand = todo & (fs >= 0)
+        idx = np.searchsorted(run_end, fs, side="left")
+        ok = cand & (idx < len(order))
+        idx_c = np.minimum(idx, len(order) - 1)
+        ok &= s_sorted[idx_c] <= fs
+        op_rows = order[idx_c]
+        kind = np.where(ok, np.asarray(op_kind)[op_rows], 0)
+        bwd = np.asarray(op_bwd, dtype=bool)[op_rows]
+        for k_val, fwd_pair, bwd_pair in ((OP_FA, (FA_FWD_CUBE, FA_FWD_VEC), (FA_BWD_CUBE, FA_BWD_VEC)),
+                                          (OP_CONV, (CONV_FWD_CUBE, CONV_FWD_VEC),
+                                           (CONV_BWD_CUBE, CONV_BWD_VEC))):
+            hit = kind == k_val
+            code[hit & ~bwd & cube] = fwd_pair[0]
+            code[hit & ~bwd & ~cube] = fwd_pair[1]
+            code[hit & bwd & cube] = bwd_pair[0]
+            code[hit & bwd & ~cube] = bwd_pair[1]
+        hit = kind == OP_MM
+        code[hit & cube] = MM_CUBE
+        code[hit & ~cube] = MM_VEC
+        todo &= kind == 0
+    # 3. NPU fallback on the op Type
+    if npu:
+        hit = todo & get("type_fa")
+        code[hit] = np.where(get("type_fa_bwd")[hit], FA_BWD_CUBE, FA_FWD_CUBE)
+        todo &= ~hit
+        hit = todo & get("type_conv")
+        code[hit] = np.where(get("type_conv_bwd")[hit], CONV_BWD_CUBE, CONV_FWD_CUBE)
+        todo &= ~hit
+        hit = todo & get("type_mm")
+        code[hit] = MM_CUBE
+        todo &= ~hit
+    # 4. the rest
+    code[todo & cube] = CUBE_OTHER
+    rest = todo & ~cube
+    trans = get("trans") if npu else z
+    code[rest & trans] = VEC_TRANS
+    code[rest & ~trans] = VEC_NOTRANS
+    return code
+
+
+def npu_name_flags(symbols, name_ids: np.ndarray, type_ids: np.ndarray) -> dict[str, np.ndarray]:
+    """The per-kernel name/type booleans ``categorise`` needs for NPU kernels."""
+    tflag = lambda pred: text_flags(symbols, type_ids, pred)  # noqa: E731
+    nflag = lambda pred: text_flags(symbols, name_ids, pred)  # noqa: E731
+    return {
+        "pa": tflag(lambda s: "pagedattention" in s),
+        "tensor_move": nflag(lambda s: s.startswith("aclnninplacecopy") and "tensormove" in s),
+        "mc2": nflag(lambda s: s in MC2_KERNELS),
+        "trans": nflag(_has_any(TRANS_MASK)),
+        "type_fa": tflag(lambda s: "flashattention" in s or "fusedinferattention" in s),
+        "type_fa_bwd": tflag(lambda s: "bwd" in s or "grad" in s),
+        "type_conv": tflag(lambda s: s.startswith("conv")),
+        "type_conv_bwd": tflag(_has_any(BWD_WORDS)),
+        "type_mm": tflag(lambda s: "matmul" in s),
+    }
+
+
+def gpu_is_cube(symbols, name_ids: np.ndarray) -> np.ndarray:
+    return text_flags(symbols, name_ids, _has_any(GPU_CUBE_MASK))
+
+
+def mc2_split(k_start: np.ndarray, k_end: np.ndarray, sqe_end: np.ndarray) -> np.ndarray:
+    """Communication ns of each MC2 kernel: pairs of C_CORE_SQE tasks ending inside it.
+
+    For the tasks ending in [start, end] (in time order), Σ end(2i+1) − end(2i).
+    """
+    ends = np.sort(np.asarray(sqe_end, dtype=np.int64))
+    out = np.zeros(len(k_start), dtype=np.int64)
+    for i, (s, e) in enumerate(zip(np.asarray(k_start).tolist(), np.asarray(k_end).tolist())):
+        lo, hi = np.searchsorted(ends, s, "left"), np.searchsorted(ends, e, "right")
+        inside = ends[lo:hi]
+        m = len(inside) // 2 * 2
+        if m:
+            out[i] = int((inside[1:m:2] - inside[0:m:2]).sum())
+    return out

@@ -1,0 +1,71 @@
+"""Server-side sort, search, filter and paging of a comparison table.
+
+Engines return whole tables as DataFrames; the routes send the browser one page of
+them, never the whole (tables reach 100k rows).  A :class:`ColumnSpec` list says how
+each column is labelled and formatted by the UI.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+MAX_LIMIT = 1000
+
+
+@dataclass(frozen=True)
+class ColumnSpec:
+    key: str
+    label: str
+    type: str = "text"      # text | ms | us | count | ratio | bytes | mb | kb
+
+
+def page(df: pd.DataFrame, columns: list[ColumnSpec], *, sort: str | None = None, order: str = "desc",
+         q: str | None = None, search_cols: tuple = ("name",), min_diff: float | None = None,
+         diff_col: str = "diff", offset: int = 0, limit: int = 100, summary: dict | None = None,
+         extra_cols: tuple = ()) -> dict:
+    """One page of ``df`` as the route's JSON object.
+
+    ``sort`` must be one of the column keys (else ValueError); ``q`` is a case-insensitive
+    substring over ``search_cols``; ``min_diff`` keeps rows with |diff| >= it.
+    """
+    keys = {c.key for c in columns}
+    total_all = len(df)
+    view = df
+    if q:
+        ql = q.lower()
+        mask = np.zeros(len(view), dtype=bool)
+        for c in search_cols:
+            if c in view.columns:
+                mask |= view[c].astype(str).str.lower().str.contains(ql, regex=False).to_numpy()
+        view = view[mask]
+    if min_diff is not None and diff_col in view.columns:
+        view = view[view[diff_col].abs().fillna(0) >= min_diff]
+    if sort:
+        if sort not in keys:
+            raise ValueError(f"cannot sort by {sort!r}; columns are {', '.join(sorted(keys))}")
+        asc = order == "asc"
+        col = view[sort]
+        if col.dtype.kind in "fiu":
+            keyed = col.abs() if sort == diff_col and False else col
+            view = view.assign(_k=keyed).sort_values("_k", ascending=asc, na_position="last",
+                                                     kind="stable").drop(columns="_k")
+        else:
+            view = view.sort_values(sort, ascending=asc, na_position="last", kind="stable",
+                                    key=lambda s: s.astype(str).str.lower())
+    limit = max(1, min(int(limit), MAX_LIMIT))
+    offset = max(0, int(offset))
+    chunk = view.iloc[offset: offset + limit]
+    wanted = [c.key for c in columns] + [c for c in extra_cols if c in chunk.columns]
+    present = [c for c in wanted if c in chunk.columns]
+    rows = chunk[present].to_dict(orient="records")
+    return {
+        "columns": [{"key": c.key, "label": c.label, "type": c.type} for c in columns],
+        "rows": rows,
+        "total": int(len(view)),
+        "total_unfiltered": int(total_all),
+        "offset": offset,
+        "limit": limit,
+        "summary": summary or {},
+    }
