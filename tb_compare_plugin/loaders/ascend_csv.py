@@ -2,13 +2,15 @@
 
 Owns reading ``kernel_details.csv``, ``operator_memory.csv``, ``memory_record.csv``,
 ``communication.json``, ``profiler_info_*.json`` and ``profiler_metadata.json`` into
-plain column dicts / dicts.  Joining them onto trace data is ascend_text's job.
+plain column dicts / dicts, and builds the tables that come from them: kernels
+(trace tasks joined with kernel_details.csv by exact start time), mem_allocs,
+mem_records; plus the small column helpers ascend_text shares.
 
 CSV conventions handled here: timestamp cells end with a TAB, some files use CRLF,
 missing cells are "" or "N/A".  Every cell is read as a string (pandas C engine) and
 converted per column: times exactly via :mod:`model.timeconv`, numbers via
-``pd.to_numeric`` (junk -> NaN).  A missing *required* column raises LoadError; a
-missing optional one adds a warning naming file and column.
+``pd.to_numeric`` (junk -> NaN).  A missing *required* column or undecodable bytes raise
+LoadError; a missing optional column or an empty file adds a warning (file and column named).
 """
 from __future__ import annotations
 
@@ -19,15 +21,19 @@ from typing import Iterable
 import numpy as np
 import pandas as pd
 
-from ..model import timeconv
+from ..model import (KIND_COMM, KIND_COMPUTE, KIND_MEMCPY, KIND_OTHER, ProfileMeta, SymbolTable,
+                     make_table, timeconv)
 from .errors import LoadError
 
-NA_STRINGS = ("", "N/A", "NA", "nan", "NaN", "None", "null")
+NA_STRINGS = ("", "N/A")
+COMPUTE_TASKS = frozenset({"AI_CORE", "AI_VECTOR_CORE", "MIX_AIC", "MIX_AIV", "AI_CPU", "FFTS_PLUS",
+                           "KERNEL_AICORE", "KERNEL_AIVEC", "KERNEL_MIX_AIC", "KERNEL_MIX_AIV", "KERNEL_AICPU"})
+MEMCPY_TASKS = frozenset({"SDMA_SQE", "PCIE_DMA_SQE"})
 
 
 def read_csv(path: str, required: Iterable[str], optional: Iterable[str],
-             warnings: list[str], aliases: dict[str, tuple[str, ...]] | None = None) -> pd.DataFrame:
-    """Read the wanted columns of ``path`` as strings (headers stripped).
+             warnings: list[str], aliases: dict[str, tuple[str, ...]] | None = None) -> pd.DataFrame | None:
+    """Read the wanted columns of ``path`` as strings (headers stripped); None for an empty file.
 
     ``aliases`` maps a canonical column to alternative header spellings (e.g. "Step Id"
     -> ("Step ID",)); the frame uses the canonical name.  Absent optional columns are
@@ -39,13 +45,15 @@ def read_csv(path: str, required: Iterable[str], optional: Iterable[str],
     for col in required + optional:
         for spelling in (col,) + tuple(aliases.get(col, ())):
             want[spelling] = col
+    name = os.path.basename(path)
     try:
-        if os.path.getsize(path) == 0:
-            raise LoadError(path, "the file is empty (0 bytes)")
+        with open(path, "rb") as fh:
+            empty = not fh.read(4096).strip()
+        if empty and not os.path.getsize(path) > 4096:
+            warnings.append(f"{name}: the file is empty; ignored")
+            return None
         df = pd.read_csv(path, dtype=str, keep_default_na=False, encoding="utf-8-sig",
                          usecols=lambda c: c.strip() in want, engine="c")
-    except LoadError:
-        raise
     except UnicodeDecodeError as exc:
         raise LoadError(path, f"not valid UTF-8 text (byte {exc.start}: {exc.reason})") from None
     except pd.errors.EmptyDataError:
@@ -60,7 +68,6 @@ def read_csv(path: str, required: Iterable[str], optional: Iterable[str],
         if canon not in renamed.values():
             renamed[c] = canon
     df = df[list(renamed)].rename(columns=renamed)
-    name = os.path.basename(path)
     for col in required:
         if col not in df.columns:
             raise LoadError(path, f"required column {col!r} is missing from {name}")
@@ -109,15 +116,23 @@ PMU_COLUMNS = {                     # CSV header -> kernels column
 _KD_TEXT = ("Type", "Accelerator Core", "Input Shapes", "Input Data Types", "Input Formats")
 
 
-def read_kernel_details(path: str, warnings: list[str]) -> tuple[dict, dict]:
-    """Columns of kernel_details.csv (raw strings for names) + info about its columns.
+def read_kernel_details(path: str, warnings: list[str]) -> tuple[dict, dict] | None:
+    """Columns of kernel_details.csv + facts about its header; None for an empty file.
 
-    Returns (cols, info): cols has name/type/accel_core/input_* (object arrays),
-    start_ns, dur_ns, step, task_id, stream (int64) and the PMU floats;
-    info = {"columns": [...header...], "has_pmu": bool, "pmu_columns": [...present...]}.
+    Returns (cols, info): cols has name/type/accel_core/input_* (object arrays, None = missing),
+    start_ns, step, task_id, stream (int64), dur_us and the PMU floats (NaN = missing or absent
+    column); info = {"columns": [...], "has_pmu": bool, "pmu_columns": [...present...]}.
     """
-    wanted_opt = ["Duration(us)", "Step Id", "Task ID", "Stream ID", *_KD_TEXT, *PMU_COLUMNS]
-    df = _read_kd(path, wanted_opt, warnings)
+    # Level0 exports legitimately lack the PMU/shape columns: warn only for ones every level writes.
+    df = read_csv(path, ["Name", "Start Time(us)"],
+                  ["Duration(us)", "Step Id", "Task ID", "Stream ID", *_KD_TEXT, *PMU_COLUMNS], [],
+                  aliases={"Step Id": ("Step ID",), "Task ID": ("Task Id",), "Stream ID": ("Stream Id",)})
+    if df is None:
+        warnings.append(f"{os.path.basename(path)}: the file is empty; ignored")
+        return None
+    for col in ("Duration(us)", "Type"):
+        if col not in df.columns:
+            warnings.append(f"{os.path.basename(path)}: column {col!r} is missing")
     cols: dict = {
         "name": text(df, "Name"),
         "start_ns": ns(df, "Start Time(us)"),
@@ -140,17 +155,6 @@ def read_kernel_details(path: str, warnings: list[str]) -> tuple[dict, dict]:
     return cols, {"columns": list(df.columns), "has_pmu": bool(has_pmu), "pmu_columns": present}
 
 
-def _read_kd(path: str, optional: list[str], warnings: list[str]) -> pd.DataFrame:
-    # Level0 exports legitimately lack most optional columns: only warn for those every level writes.
-    quiet: list[str] = []
-    df = read_csv(path, ["Name", "Start Time(us)"], optional, quiet,
-                  aliases={"Step Id": ("Step ID",), "Task ID": ("Task Id",), "Stream ID": ("Stream Id",)})
-    for col in ("Duration(us)", "Type"):
-        if col not in df.columns:
-            warnings.append(f"{os.path.basename(path)}: column {col!r} is missing")
-    return df
-
-
 def _int(a: np.ndarray) -> np.ndarray:
     return np.where(np.isfinite(a), a, -1).astype(np.int64)
 
@@ -158,10 +162,12 @@ def _int(a: np.ndarray) -> np.ndarray:
 # ---------------------------------------------------------------------------------------------
 # memory CSVs
 
-def read_operator_memory(path: str, warnings: list[str]) -> dict:
+def read_operator_memory(path: str, warnings: list[str]) -> dict | None:
     """operator_memory.csv -> name (object), bytes, alloc_ns, release_ns, device (int64)."""
     df = read_csv(path, ["Name", "Allocation Time(us)"], ["Size(KB)", "Release Time(us)", "Device Type"],
                   warnings)
+    if df is None:
+        return None
     kb = num(df, "Size(KB)")
     return {
         "name": text(df, "Name"),
@@ -173,11 +179,13 @@ def read_operator_memory(path: str, warnings: list[str]) -> dict:
     }
 
 
-def read_memory_record(path: str, warnings: list[str]) -> dict:
+def read_memory_record(path: str, warnings: list[str]) -> dict | None:
     """memory_record.csv -> ts_ns, component (object), device, *_bytes (float, NaN when empty)."""
     df = read_csv(path, ["Timestamp(us)"],
                   ["Component", "Total Allocated(MB)", "Total Reserved(MB)", "Total Active(MB)", "Device Type"],
                   warnings)
+    if df is None:
+        return None
     mb = 1024.0 * 1024.0
     return {
         "ts_ns": ns(df, "Timestamp(us)"),
@@ -306,3 +314,164 @@ def innermost_ops(op_start: np.ndarray, op_end: np.ndarray, op_parent: np.ndarra
             k = par[k]
         out[i] = k
     return out
+
+
+# ---------------------------------------------------------------------------------------------
+# shared column helpers and the tables built from side files
+
+def ints(values: list, default: int = -1) -> np.ndarray:
+    """Python values -> int64; None/junk -> default, non-numeric strings -> stable negative ids."""
+    try:
+        return np.array(values, dtype=np.int64)
+    except (TypeError, ValueError, OverflowError):
+        pass
+    odd: dict = {}
+
+    def one(v):
+        if v is None or isinstance(v, bool):
+            return default
+        if isinstance(v, float):
+            return int(v) if np.isfinite(v) else default
+        if isinstance(v, str):
+            s = v.strip()
+            if s.lstrip("-").isdigit():
+                return int(s)
+            if not s or s.upper() in ("N/A", "NA", "NONE", "NAN"):
+                return default
+            return odd.setdefault(s, -2 - len(odd))
+        try:
+            return int(v)
+        except (TypeError, ValueError):
+            return default
+    return np.array([v if type(v) is int else one(v) for v in values], dtype=np.int64)
+
+
+def intern(sym: SymbolTable, values) -> np.ndarray:
+    try:
+        return sym.intern_many(values)
+    except TypeError:                      # unhashable values (lists) -> their text
+        return sym.intern_many([v if v is None or isinstance(v, str) else str(v) for v in values])
+
+
+def kind_of(task_types: list, accel: np.ndarray) -> np.ndarray:
+    kind = np.array([KIND_COMPUTE if t in COMPUTE_TASKS else KIND_MEMCPY if t in MEMCPY_TASKS else KIND_OTHER
+                     for t in task_types], dtype=np.int8)
+    by_core = np.array([KIND_COMPUTE if a in COMPUTE_TASKS else KIND_COMM if a == "HCCL" else KIND_OTHER
+                        for a in accel], dtype=np.int8)
+    unknown = np.array([t is None or t == "Other" for t in task_types], dtype=bool)
+    return np.where(unknown & (by_core != KIND_OTHER), by_core, kind).astype(np.int8)
+
+
+def kernels_table(h: dict, sym: SymbolTable, meta: ProfileMeta, kd_path: str | None) -> tuple:
+    """"Ascend Hardware" task columns ``h`` joined with kernel_details.csv (when it exists).
+
+    Rows: every trace task (file order), then the CSV rows no task matched (CSV order).
+    Matched rows keep the trace's ts/dur and take the CSV's detail columns; unmatched CSV rows
+    use the CSV's own start/duration.  Also returns each row's trace (pid, tid) (-1 for CSV-only
+    rows), which the flow join needs.
+    """
+    nt = h["n"]
+    sid, psid = ints(h["stream_id"]), ints(h["phys_stream_id"])
+    stream = np.where(sid >= 0, sid, np.where(psid >= 0, psid, h["tid"]))
+    kd: dict = {}
+    match = np.full(nt, -1, dtype=np.int64)
+    got = read_kernel_details(kd_path, meta.warnings) if kd_path and os.path.isfile(kd_path) else None
+    if got is not None:
+        kd, info = got
+        meta.files.append(kd_path)
+        meta.has_pmu = info["has_pmu"]
+        match = match_rows(h["name"], h["ts"], kd["name"], kd["start_ns"])
+        joined = match >= 0
+        if nt and len(kd["name"]) and not joined.any():
+            meta.warnings.append("kernel_details.csv: no row matches a trace_view.json task by start time "
+                                 "(the files may come from different runs); its rows are kept on their own")
+        csv_dur = np.rint(kd["dur_us"][match[joined]] * 1000.0)
+        off = np.abs(h["dur"][joined] - np.where(np.isfinite(csv_dur), csv_dur, h["dur"][joined]))
+        if (off > 1).any():          # both carry µs with 3 decimals: 1 ns of rounding is expected
+            meta.warnings.append(f"kernel_details.csv: {int((off > 1).sum())} joined row(s) whose "
+                                 "Duration(us) differs from the trace's dur (the trace value is kept)")
+    used = np.zeros(len(kd.get("name", ())), dtype=bool)
+    used[match[match >= 0]] = True
+    extra = np.flatnonzero(~used)
+    ne = len(extra)
+    n = nt + ne
+    sel = np.concatenate([match, extra])              # CSV row behind each output row, -1 none
+    has = sel >= 0
+
+    def col(key: str, fill):
+        if key not in kd:
+            return np.full(n, fill, dtype=object if fill is None else type(fill))
+        src = np.asarray(kd[key])
+        res = np.full(n, fill, dtype=object if fill is None else src.dtype)
+        res[has] = src[sel[has]]
+        return res
+
+    pad = np.full(ne, -1, dtype=np.int64)
+    accel = col("accel_core", None)
+    ttypes = list(h["task_type"]) + [None] * ne
+    csv_dur = col("dur_us", np.nan)[nt:] * 1000.0
+    task_id = np.concatenate([ints(h["task_id"]), pad])
+    table = make_table(
+        "kernels", n,
+        name=np.concatenate([intern(sym, h["name"]), intern(sym, col("name", None)[nt:])]),
+        type=intern(sym, col("type", None)), task_type=intern(sym, ttypes), accel_core=intern(sym, accel),
+        kind=kind_of(ttypes, accel), stream=np.concatenate([stream, col("stream", -1)[nt:]]),
+        start_ns=np.concatenate([h["ts"], col("start_ns", -1)[nt:]]),
+        dur_ns=np.concatenate([h["dur"], np.where(np.isfinite(csv_dur), np.rint(csv_dur), 0).astype(np.int64)]),
+        step=col("step", -1), task_id=np.where(task_id >= 0, task_id, col("task_id", -1)),
+        corr=np.concatenate([ints(h["connection_id"]), pad]),
+        input_shapes=intern(sym, col("input_shapes", None)), input_dtypes=intern(sym, col("input_dtypes", None)),
+        input_formats=intern(sym, col("input_formats", None)), detail=has,
+        **{k: col(k, np.nan) for k in PMU_COLUMNS.values()})
+    trace_key = np.stack([np.concatenate([h["pid"], pad]), np.concatenate([h["tid"], pad])], axis=1)
+    return table, trace_key
+
+
+def alloc_ops(ops: pd.DataFrame, sym: SymbolTable, names: np.ndarray, alloc_ns: np.ndarray) -> np.ndarray:
+    """Innermost cpu_op of the main thread containing each allocation (cann:: rows: via their
+    Dequeue -> Enqueue by correlation id, as the reference does; -1 when not found)."""
+    cat = ops["cat"].to_numpy()
+    cpu = ops[cat == sym.lookup("cpu_op")]
+    if not len(cpu) or not len(alloc_ns):
+        return np.full(len(alloc_ns), -1, dtype=np.int64)
+    step_ids = sym.ids_matching(lambda s: s.startswith("ProfilerStep#"))
+    steps = cpu[np.isin(cpu["name"].to_numpy(), step_ids)]
+    main = (steps if len(steps) else cpu)["tid"].value_counts().index[0]
+    t = alloc_ns.copy()
+    deq, enq = ops[cat == sym.lookup("dequeue")], ops[cat == sym.lookup("enqueue")]
+    cann = np.array([isinstance(x, str) and x.startswith("cann::") for x in names], dtype=bool)
+    if cann.any() and len(deq) and len(enq):
+        d = deq.sort_values("start_ns", kind="stable")
+        k = np.searchsorted(d["start_ns"].to_numpy(), t[cann], side="right") - 1
+        ok = (k >= 0) & (t[cann] <= (d["start_ns"] + d["dur_ns"]).to_numpy()[np.maximum(k, 0)])
+        corr = np.where(ok, d["corr"].to_numpy()[np.maximum(k, 0)], -1)
+        enq_at = enq[enq["corr"] >= 0].drop_duplicates("corr").set_index("corr")["start_ns"]
+        t[cann] = np.where(corr >= 0, pd.Series(corr).map(enq_at).fillna(-1).to_numpy(dtype=np.int64), -1)
+    mrows = np.flatnonzero((ops["tid"].to_numpy() == main) & (cat == sym.lookup("cpu_op")))
+    pos_of = np.full(len(ops), -1, dtype=np.int64)
+    pos_of[mrows] = np.arange(len(mrows))
+    par = ops["parent"].to_numpy()[mrows]
+    local = innermost_ops(ops["start_ns"].to_numpy()[mrows], (ops["start_ns"] + ops["dur_ns"]).to_numpy()[mrows],
+                          np.where(par >= 0, pos_of[np.maximum(par, 0)], -1), t)
+    return np.where(local >= 0, mrows[np.maximum(local, 0)], -1)
+
+
+def memory_tables(out_dir: str, sym: SymbolTable, meta: ProfileMeta, ops: pd.DataFrame) -> dict:
+    """mem_allocs from operator_memory.csv and mem_records from memory_record.csv, when present."""
+    tables = {}
+    p = os.path.join(out_dir, "operator_memory.csv")
+    m = read_operator_memory(p, meta.warnings) if os.path.isfile(p) else None
+    if m is not None:
+        meta.files.append(p)
+        tables["mem_allocs"] = make_table(
+            "mem_allocs", len(m["bytes"]), name=intern(sym, m["name"]), bytes=m["bytes"], alloc_ns=m["alloc_ns"],
+            release_ns=m["release_ns"], device=m["device"], op=alloc_ops(ops, sym, m["name"], m["alloc_ns"]))
+    p = os.path.join(out_dir, "memory_record.csv")
+    r = read_memory_record(p, meta.warnings) if os.path.isfile(p) else None
+    if r is not None:
+        meta.files.append(p)
+        tables["mem_records"] = make_table(
+            "mem_records", len(r["ts_ns"]), ts_ns=r["ts_ns"], component=intern(sym, r["component"]),
+            device=r["device"], allocated_bytes=r["allocated_bytes"], reserved_bytes=r["reserved_bytes"],
+            active_bytes=r["active_bytes"])
+    return tables

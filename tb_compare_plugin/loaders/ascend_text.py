@@ -14,32 +14,27 @@ import gc
 import glob
 import os
 import re
-from typing import Any
+from operator import attrgetter
+from typing import Any, Union
 
 import msgspec
 import numpy as np
 import pandas as pd
 
-from ..model import (KIND_COMM, KIND_COMPUTE, KIND_MEMCPY, KIND_OTHER, OVERLAP_KINDS, Profile,
-                     ProfileMeta, SymbolTable, make_table, timeconv)
+from ..model import KIND_COMPUTE, OVERLAP_KINDS, Profile, ProfileMeta, SymbolTable, make_table, timeconv
 from ..model.intervals import nest
 from . import ascend_csv as sidefiles
+from .ascend_csv import intern as _intern, ints as _ints
 from .errors import LoadError
 
 OUT_DIR = "ASCEND_PROFILER_OUTPUT"
 TRACE = "trace_view.json"
 SIDE_FILES = ("kernel_details.csv", "operator_memory.csv", "memory_record.csv", "communication.json",
               "step_trace_time.csv")
-COMPUTE_TASKS = frozenset({"AI_CORE", "AI_VECTOR_CORE", "MIX_AIC", "MIX_AIV", "AI_CPU", "FFTS_PLUS",
-                           "KERNEL_AICORE", "KERNEL_AIVEC", "KERNEL_MIX_AIC", "KERNEL_MIX_AIV", "KERNEL_AICPU"})
-MEMCPY_TASKS = frozenset({"SDMA_SQE", "PCIE_DMA_SQE"})
-HOST_OP_CATS = ("cpu_op", "enqueue", "dequeue")
 
 
 class _Args(msgspec.Struct, gc=False):
-    """The ``args`` keys the loader reads (everything else is skipped by the decoder)."""
-    name: Any = None
-    sort_index: Any = None
+    """The ``args`` keys the loader reads from X events (everything else is skipped by the decoder)."""
     task_type: Any = msgspec.field(default=None, name="Task Type")
     task_id: Any = msgspec.field(default=None, name="Task Id")
     stream_id: Any = msgspec.field(default=None, name="Stream Id")
@@ -59,19 +54,49 @@ class _Args(msgspec.Struct, gc=False):
     dst_rank: Any = msgspec.field(default=None, name="dst rank")
 
 
-class _Ev(msgspec.Struct, gc=False):
-    ph: Any = None
+class _MetaArgs(msgspec.Struct, gc=False):
+    name: Any = None
+    sort_index: Any = None
+
+
+# Events are a union tagged by "ph": only X, M and flow s/f events carry decoded fields; every other
+# phase (counters "C" are ~half of a trace) decodes to an empty struct, its values skipped unread.
+class _Event(msgspec.Struct, gc=False, tag_field="ph"):
+    pass
+
+
+class _X(_Event, tag="X"):
     name: Any = None
     cat: Any = None
     pid: Any = None
     tid: Any = None
     ts: Any = None
     dur: Any = None
-    id: Any = None
     args: _Args | None = None
 
 
-_DECODER = msgspec.json.Decoder(list[_Ev])
+class _M(_Event, tag="M"):
+    name: Any = None
+    pid: Any = None
+    tid: Any = None
+    args: _MetaArgs | None = None
+
+
+class _S(_Event, tag="s"):
+    cat: Any = None
+    pid: Any = None
+    tid: Any = None
+    ts: Any = None
+    id: Any = None
+
+
+class _F(_S, tag="f"):
+    pass
+
+
+_OTHER_PHASES = [type(f"_Ph{ord(p)}", (_Event,), {}, tag=p)
+                 for p in "ABCDEFGHIJKLNOPQRTUVWYZabcdeghijklmnopqrtuvwxyz"]
+_DECODER = msgspec.json.Decoder(list[Union[tuple([_X, _M, _S, _F] + _OTHER_PHASES)]])  # type: ignore[misc]
 _NOARGS = _Args()
 
 
@@ -110,6 +135,16 @@ def _rank_from_name(path: str | None) -> int | None:
     return int(m.group(1)) if m else None
 
 
+def _rank(info: object, info_path: str | None) -> int | None:
+    """profiler_info rank_id (a negative id means "not distributed"), else N of profiler_info_N.json."""
+    rid = info.get("rank_id") if isinstance(info, dict) else None
+    if isinstance(rid, str) and rid.strip().lstrip("-").isdigit():
+        rid = int(rid)
+    if isinstance(rid, int) and not isinstance(rid, bool) and rid >= 0:
+        return rid
+    return _rank_from_name(info_path)
+
+
 def _level_of(info: object) -> str | None:
     if isinstance(info, dict):
         lvl = ((info.get("config") or {}).get("experimental_config") or {}).get("_profiler_level")
@@ -130,7 +165,8 @@ def peek(root: str) -> dict:
     out, dirs, trace_only = _locate(root)
     trace = root if trace_only else os.path.join(out, TRACE)
     info_path, meta_path = _info_file(dirs), _metadata_file(dirs)
-    files = [p for p in [trace] + [os.path.join(out, f) for f in SIDE_FILES] if os.path.isfile(p)]
+    side = [] if trace_only else [os.path.join(out, f) for f in SIDE_FILES]
+    files = [p for p in [trace] + side if os.path.isfile(p)]
     files += [p for p in (info_path, meta_path) if p]
     info, error = None, None
     if info_path:
@@ -138,16 +174,12 @@ def peek(root: str) -> dict:
             info = sidefiles.read_json(info_path)
         except LoadError as exc:
             error = str(exc)
-    rank = info.get("rank_id") if isinstance(info, dict) else None
-    rank = int(rank) if isinstance(rank, (int, str)) and str(rank).lstrip("-").isdigit() else None
-    if rank is None:
-        rank = _rank_from_name(info_path)
     common = ((info or {}).get("config") or {}).get("common_config") or {} if isinstance(info, dict) else {}
     has_file = lambda f: os.path.isfile(os.path.join(out, f)) and not trace_only  # noqa: E731
     if not os.path.isfile(trace):
         error = f"{trace}: no {TRACE} (not an Ascend text export, or it was not parsed/exported)"
     return {
-        "rank": rank,
+        "rank": _rank(info, info_path),
         "profiler_level": _level_of(info),
         "files": files,
         "has": {"kernels": has_file("kernel_details.csv"),
@@ -160,7 +192,7 @@ def peek(root: str) -> dict:
 
 # --------------------------------------------------------------------------------------------- decoding
 
-def _decode(path: str) -> list[_Ev]:
+def _decode(path: str) -> list:
     try:
         with open(path, "rb") as fh:
             data = fh.read()
@@ -169,8 +201,8 @@ def _decode(path: str) -> list[_Ev]:
                               "(or the profile was not parsed/exported)") from None
     except OSError as exc:
         raise LoadError(path, f"cannot read the file ({exc.strerror or exc})") from None
-    if not data.strip():
-        raise LoadError(path, "the file is empty")
+    if not data[:4096].strip() and not data.strip():
+        raise LoadError(path, "the file is empty" if data else "the file is empty (0 bytes)")
     try:
         return _DECODER.decode(data)
     except UnicodeDecodeError as exc:
@@ -188,23 +220,6 @@ def _decode(path: str) -> list[_Ev]:
         raise LoadError(path, f"not valid JSON ({msg})") from None
 
 
-def _ints(values: list, default: int = -1) -> np.ndarray:
-    """Python values -> int64; None/junk -> default, non-numeric strings -> stable negative ids."""
-    try:
-        return np.array(values, dtype=np.int64)
-    except (TypeError, ValueError, OverflowError):
-        pass
-    s = pd.Series(values, dtype=object)
-    num = pd.to_numeric(s, errors="coerce")
-    out = np.where(num.notna(), num.fillna(0), default).astype(np.int64)
-    strs = s.map(lambda v: isinstance(v, str) and v.strip() != "" and v.strip().upper() != "N/A")
-    odd = (num.isna() & strs).to_numpy()
-    if odd.any():
-        codes, _ = pd.factorize(s[odd])
-        out[odd] = -(codes.astype(np.int64) + 2)
-    return out
-
-
 def _floats(values: list) -> np.ndarray:
     try:
         return np.array(values, dtype=np.float64)
@@ -212,39 +227,64 @@ def _floats(values: list) -> np.ndarray:
         return pd.to_numeric(pd.Series(values, dtype=object), errors="coerce").to_numpy(np.float64)
 
 
-def _ts_ns(values: list) -> np.ndarray:
+def _ts_ns(values) -> np.ndarray:
     """Trace ``ts`` values -> exact int64 ns (-1 when unreadable).
 
-    Fast path: every value a string of the same width with exactly 3 decimals, converted by
-    digit arithmetic on a byte matrix; otherwise the exact per-value rules of timeconv.
+    Fast path for strings with exactly 3 decimals ("1736408883688177.930"): values of equal
+    width are joined into one byte matrix and converted by digit arithmetic.  Anything else
+    (numbers, other decimals, junk) goes through timeconv's exact per-value rules.
     """
     n = len(values)
-    if n == 0:
-        return np.zeros(0, dtype=np.int64)
-    first = values[0]
-    if isinstance(first, str) and len(first) >= 5 and first[-4] == "." and len(first) <= 20:
-        width = len(first)
+    out = np.full(n, -1, dtype=np.int64)
+    try:
+        lens = np.fromiter(map(len, values), dtype=np.int64, count=n)
+    except TypeError:                              # numbers or None among the values
+        return np.array(_slow_ns(values), dtype=np.int64)
+    slow = np.zeros(n, dtype=bool)
+    widths = np.unique(lens).tolist()
+    for width in widths:
+        idx = np.arange(n) if len(widths) == 1 else np.flatnonzero(lens == width)
+        if not 5 <= width <= 20:
+            slow[idx] = True
+            continue
+        sub = values if len(idx) == n else [values[i] for i in idx.tolist()]
         try:
-            buf = ("\n".join(values) + "\n").encode("ascii")
-        except (TypeError, UnicodeEncodeError):
-            buf = b""
-        if len(buf) == n * (width + 1):
-            m = np.frombuffer(buf, dtype=np.uint8).reshape(n, width + 1)
-            dot = width - 4
-            if (m[:, dot] == 46).all() and (m[:, width] == 10).all():
-                acc = np.zeros(n, dtype=np.int64)
-                ok = True
-                for c in range(width):
-                    if c != dot:
-                        col = m[:, c] - np.uint8(48)
-                        if (col > 9).any():
-                            ok = False
-                            break
-                        acc *= 10
-                        acc += col
-                if ok:
-                    return acc
-    return timeconv.us_values_to_ns(values)
+            buf = ("\n".join(sub) + "\n").encode("ascii")
+        except UnicodeEncodeError:
+            slow[idx] = True
+            continue
+        m = np.frombuffer(buf, dtype=np.uint8).reshape(len(idx), width + 1)
+        dot = width - 4
+        bad = m[:, dot] != 46
+        if width == 20:                            # 19 digits: stay below the int64 limit
+            bad |= m[:, 0] > 56
+        acc = np.zeros(len(idx), dtype=np.int64)
+        for c in range(width):
+            if c != dot:
+                col = m[:, c] - np.uint8(48)       # non-digits wrap around to > 9
+                bad |= col > 9
+                acc *= 10
+                acc += col
+        if bad.any():
+            out[idx[~bad]] = acc[~bad]
+            slow[idx[bad]] = True
+        else:
+            out[idx] = acc
+    if slow.any():
+        rows = np.flatnonzero(slow)
+        out[rows] = _slow_ns([values[i] for i in rows.tolist()])
+    return out
+
+
+def _slow_ns(values) -> list[int]:
+    out = []
+    for v in values:
+        try:
+            ns = timeconv.us_to_ns(v)
+        except (ValueError, TypeError, OverflowError):
+            ns = -1
+        out.append(ns if -(1 << 63) < ns < (1 << 63) else -1)
+    return out
 
 
 def _dur_ns(values: list) -> np.ndarray:
@@ -252,109 +292,105 @@ def _dur_ns(values: list) -> np.ndarray:
     return np.where(np.isfinite(d), np.rint(d), 0).astype(np.int64)
 
 
-def _intern(sym: SymbolTable, values) -> np.ndarray:
-    try:
-        return sym.intern_many(values)
-    except TypeError:                      # unhashable values (lists) -> their text
-        return sym.intern_many([v if v is None or isinstance(v, str) else str(v) for v in values])
-
-
 def _group_ids(pid: np.ndarray, tid: np.ndarray) -> np.ndarray:
     if len(pid) == 0:
         return np.zeros(0, dtype=np.int64)
-    return np.unique(np.stack([pid, tid], axis=1), axis=0, return_inverse=True)[1].reshape(-1)
+    return pd.DataFrame({"p": pid, "t": tid}).groupby(["p", "t"], sort=False).ngroup().to_numpy(np.int64)
 
 
 # --------------------------------------------------------------------------------------------- trace
 
-class _Trace:
-    """Columns decoded from trace_view.json, grouped by role (no per-event objects kept)."""
+_ARG_FIELDS = {"hw": ("task_type", "task_id", "stream_id", "phys_stream_id", "connection_id"),
+               "ops": ("input_dims", "input_type", "call_stack", "seq", "correlation_id"),
+               "py": ("py_id", "py_parent"),
+               "hccl": ("hccl_task_type", "transport", "size", "src_rank", "dst_rank"),
+               "ovl": ()}
+_ROLES = {"Ascend Hardware": "hw", "HCCL": "hccl", "Communication": "hccl", "Overlap Analysis": "ovl"}
 
-    def __init__(self, events: list[_Ev]) -> None:
-        meta = [e for e in events if e.ph == "M"]
+
+def _transpose(objs, keys: tuple) -> dict:
+    """Attribute columns of many structs at once (attrgetter + zip run in C)."""
+    if not len(objs) or not keys:
+        return {k: () for k in keys}
+    if len(keys) == 1:
+        return {keys[0]: tuple(map(attrgetter(keys[0]), objs))}
+    return dict(zip(keys, zip(*map(attrgetter(*keys), objs))))
+
+
+def _objects(values) -> np.ndarray:
+    """1-d object array without numpy probing each element for nested sequences."""
+    return np.fromiter(values, dtype=object, count=len(values))
+
+
+class _Trace:
+    """Columns decoded from trace_view.json, grouped by role into ``self.b[role]`` column dicts:
+    hw / hccl / ovl (by process_name), ops (cpu_op, enqueue, dequeue), py (python_function),
+    npu_flow (async_npu s/f), fwdbwd.  Per-event objects are dropped after the transpose."""
+
+    def __init__(self, events: list) -> None:
         self.proc: dict = {}
         self.thread_name: dict = {}
         self.thread_sort: dict = {}
-        for e in meta:
-            a = e.args if isinstance(e.args, _Args) else _NOARGS
+        xs: list = []
+        ms: list = []
+        flows: list = []
+        add_x, add_m, add_f = xs.append, ms.append, flows.append
+        for e in events:                       # the one per-event Python loop: split by phase
+            t = type(e)
+            if t is _X:
+                add_x(e)
+            elif t is _S or t is _F:
+                add_f(e)
+            elif t is _M:
+                add_m(e)
+        for e in ms:
+            a = e.args or _MetaArgs()
             if e.name == "process_name":
                 self.proc[e.pid] = a.name
             elif e.name == "thread_name":
                 self.thread_name[(e.pid, e.tid)] = a.name
             elif e.name == "thread_sort_index":
                 self.thread_sort[(e.pid, e.tid)] = a.sort_index
-        role_of = {}
-        for pid, pname in self.proc.items():
-            role = {"Ascend Hardware": "hw", "HCCL": "hccl", "Communication": "hccl",
-                    "Overlap Analysis": "ovl"}.get(pname)
-            if role:
-                role_of[pid] = role
-        b: dict[str, list] = {k: [] for k in ("hw", "hccl", "ovl", "ops", "py", "npu_flow", "fwdbwd")}
-        ops, py, npu_flow, fwdbwd = b["ops"], b["py"], b["npu_flow"], b["fwdbwd"]
-        for e in events:
-            ph = e.ph
-            if ph == "X":
-                r = role_of.get(e.pid)
-                if r is not None:
-                    b[r].append(e)
-                else:
-                    c = e.cat
-                    if c == "cpu_op" or c == "enqueue" or c == "dequeue":
-                        ops.append(e)
-                    elif c == "python_function":
-                        py.append(e)
-            elif ph == "s" or ph == "f":
-                c = e.cat
-                if c == "async_npu":
-                    npu_flow.append(e)
-                elif c == "fwdbwd":
-                    fwdbwd.append(e)
-        self.b = {}
-        self.bad_ts = 0
-        for k, v in b.items():
-            c = self._columns(k, v)
-            ok = c["ts"] >= 0
-            if not ok.all():
-                self.bad_ts += int((~ok).sum())
-                c = self._filter(c, ok)
-            self.b[k] = c
-        # metadata keyed by integer pid/tid, like the event columns
-        conv = lambda k: tuple(int(_ints([x])[0]) for x in k)  # noqa: E731
-        self.thread_name = {conv(k): v for k, v in self.thread_name.items()}
-        self.thread_sort = {conv(k): v for k, v in self.thread_sort.items()}
-        self.roles = {int(_ints([p])[0]): r for p, r in role_of.items()}
-
-    @staticmethod
-    def _columns(kind: str, evs: list[_Ev]) -> dict:
-        c: dict = {"n": len(evs), "name": [e.name for e in evs], "pid": _ints([e.pid for e in evs]),
-                   "tid": _ints([e.tid for e in evs]), "ts": _ts_ns([e.ts for e in evs])}
-        if kind in ("npu_flow", "fwdbwd"):
-            c["ph"] = [e.ph for e in evs]
-            c["id"] = [e.id for e in evs]
-            return c
-        c["dur"] = _dur_ns([e.dur for e in evs])
-        a = [e.args if isinstance(e.args, _Args) else _NOARGS for e in evs]
-        fields = {"hw": ("task_type", "task_id", "stream_id", "phys_stream_id", "connection_id"),
-                  "ops": ("input_dims", "input_type", "call_stack", "seq", "correlation_id"),
-                  "py": ("py_id", "py_parent"),
-                  "hccl": ("hccl_task_type", "transport", "size", "src_rank", "dst_rank"),
-                  "ovl": ()}[kind]
-        if kind == "ops":
-            c["cat"] = [e.cat for e in evs]
-        for f in fields:
-            c[f] = [getattr(x, f) for x in a]
-        return c
-
-    @staticmethod
-    def _filter(c: dict, keep: np.ndarray) -> dict:
-        """Drop rows (events with an unreadable ts) from a column dict."""
-        idx = np.flatnonzero(keep)
-        out = {"n": len(idx)}
-        for k, v in c.items():
-            if k == "n" or v is None:
-                continue
-            out[k] = v[idx] if isinstance(v, np.ndarray) else [v[i] for i in idx.tolist()]
-        return out
+        one = lambda v: int(_ints([v])[0])  # noqa: E731  (metadata keyed like the columns)
+        self.roles = {one(p): _ROLES[n] for p, n in self.proc.items() if n in _ROLES}
+        self.thread_name = {(one(p), one(t)): v for (p, t), v in self.thread_name.items()}
+        self.thread_sort = {(one(p), one(t)): v for (p, t), v in self.thread_sort.items()}
+        x = _transpose(xs, ("pid", "tid", "ts", "name", "dur", "cat", "args"))
+        del xs
+        pid, tid = _ints(x["pid"]), _ints(x["tid"])
+        ts = _ts_ns(x["ts"])
+        role = np.full(len(pid), "", dtype=object)
+        for p, r in self.roles.items():
+            role[pid == p] = r
+        cat, name, args = _objects(x["cat"]), _objects(x["name"]), _objects(x["args"])
+        dur = _dur_ns(x["dur"])
+        host = role == ""
+        masks = {r: role == r for r in ("hw", "hccl", "ovl")}
+        masks["ops"] = host & ((cat == "cpu_op") | (cat == "enqueue") | (cat == "dequeue"))
+        masks["py"] = host & (cat == "python_function")
+        ok = ts >= 0
+        self.bad_ts = int((~ok).sum())
+        self.b: dict = {}
+        for kind, m in masks.items():
+            idx = np.flatnonzero(m & ok)
+            c = {"n": len(idx), "pid": pid[idx], "tid": tid[idx], "ts": ts[idx], "dur": dur[idx],
+                 "name": name[idx].tolist()}
+            if kind == "ops":
+                c["cat"] = cat[idx].tolist()
+            sub = [a or _NOARGS for a in args[idx].tolist()]
+            for f, v in _transpose(sub, _ARG_FIELDS[kind]).items():
+                c[f] = list(v)
+            self.b[kind] = c
+        f = _transpose(flows, ("pid", "tid", "ts", "id", "cat"))
+        fts = _ts_ns(f["ts"])
+        fcat = _objects(f["cat"])
+        ph = _objects(["f" if type(e) is _F else "s" for e in flows])
+        fpid, ftid, fid = _ints(f["pid"]), _ints(f["tid"]), _objects(f["id"])
+        self.bad_ts += int((fts < 0).sum())
+        for kind, c_name in (("npu_flow", "async_npu"), ("fwdbwd", "fwdbwd")):
+            idx = np.flatnonzero((fcat == c_name) & (fts >= 0))
+            self.b[kind] = {"n": len(idx), "pid": fpid[idx], "tid": ftid[idx], "ts": fts[idx],
+                            "ph": ph[idx].tolist(), "id": fid[idx].tolist()}
 
 
 def parse_trace(path: str) -> _Trace:
@@ -365,7 +401,6 @@ def parse_trace(path: str) -> _Trace:
     finally:
         if was:
             gc.enable()
-
 
 
 # --------------------------------------------------------------------------------------------- tables
@@ -422,83 +457,6 @@ def _host_tables(tr: _Trace, sym: SymbolTable, meta: ProfileMeta) -> dict:
     return out
 
 
-def _kind_of(task_types: list, accel: np.ndarray) -> np.ndarray:
-    kind = np.array([KIND_COMPUTE if t in COMPUTE_TASKS else KIND_MEMCPY if t in MEMCPY_TASKS else KIND_OTHER
-                     for t in task_types], dtype=np.int8)
-    by_core = np.array([KIND_COMPUTE if a in COMPUTE_TASKS else KIND_COMM if a == "HCCL" else KIND_OTHER
-                        for a in accel], dtype=np.int8)
-    unknown = np.array([t is None or t == "Other" for t in task_types], dtype=bool)
-    return np.where(unknown & (by_core != KIND_OTHER), by_core, kind).astype(np.int8)
-
-
-def _kernels(tr: _Trace, sym: SymbolTable, meta: ProfileMeta, out_dir: str | None) -> tuple[pd.DataFrame, np.ndarray]:
-    """Ascend Hardware tasks + kernel_details.csv rows.  Also returns the trace pid per row (-1 CSV-only)."""
-    h = tr.b["hw"]
-    nt = h["n"]
-    sid, psid = _ints(h["stream_id"]), _ints(h["phys_stream_id"])
-    stream = np.where(sid >= 0, sid, np.where(psid >= 0, psid, h["tid"]))
-    kd_path = os.path.join(out_dir, "kernel_details.csv") if out_dir else None
-    if kd_path and os.path.isfile(kd_path):
-        kd, info = sidefiles.read_kernel_details(kd_path, meta.warnings)
-        meta.files.append(kd_path)
-        meta.has_pmu = info["has_pmu"]
-    else:
-        kd = None
-    if kd is None or not len(kd["start_ns"]):
-        match = np.full(nt, -1, dtype=np.int64)
-        extra = np.zeros(0, dtype=np.int64)
-        kd = kd or {}
-    else:
-        match = sidefiles.match_rows(h["name"], h["ts"], kd["name"], kd["start_ns"])
-        used = np.zeros(len(kd["start_ns"]), dtype=bool)
-        used[match[match >= 0]] = True
-        extra = np.flatnonzero(~used)
-        got = match >= 0
-        csv_dur = kd["dur_us"][match[got]] * 1000.0
-        off = np.abs(h["dur"][got] - np.where(np.isfinite(csv_dur), np.rint(csv_dur), h["dur"][got]))
-        if (off > 1000).any():       # the CSV keeps 3 decimals; tolerate sub-µs rounding
-            meta.warnings.append(f"kernel_details.csv: {int((off > 1000).sum())} joined row(s) whose "
-                                 "Duration(us) differs from the trace by more than 1 µs (trace kept)")
-    ne = len(extra)
-    n = nt + ne
-    sel = np.concatenate([match, extra])              # CSV row per output row, -1 none
-
-    def csv_col(key: str, fill):
-        if key not in kd:
-            return np.full(n, fill, dtype=object if fill is None else type(fill))
-        col = np.asarray(kd[key])
-        res = np.full(n, fill, dtype=col.dtype if fill is not None else object)
-        res[sel >= 0] = col[sel[sel >= 0]]
-        return res
-
-    accel = csv_col("accel_core", None)
-    ttypes = list(h["task_type"]) + [None] * ne
-    kind = _kind_of(ttypes, accel)
-    kd_dur = csv_col("dur_us", np.nan)[nt:] * 1000.0
-    task_id = _ints(h["task_id"])
-    csv_tid = csv_col("task_id", -1)
-    pmu = {k: csv_col(k, np.nan) for k in sidefiles.PMU_COLUMNS.values()}
-    table = make_table(
-        "kernels", n,
-        name=np.concatenate([_intern(sym, h["name"]), _intern(sym, csv_col("name", None)[nt:])]),
-        type=_intern(sym, csv_col("type", None)), task_type=_intern(sym, ttypes), accel_core=_intern(sym, accel),
-        kind=kind,
-        stream=np.concatenate([stream, csv_col("stream", -1)[nt:]]),
-        start_ns=np.concatenate([h["ts"], csv_col("start_ns", -1)[nt:]]),
-        dur_ns=np.concatenate([h["dur"], np.where(np.isfinite(kd_dur), np.rint(kd_dur), 0).astype(np.int64)]),
-        step=csv_col("step", -1),
-        task_id=np.where(np.concatenate([task_id, np.full(ne, -1)]) >= 0,
-                         np.concatenate([task_id, np.full(ne, -1)]), csv_tid),
-        corr=np.concatenate([_ints(h["connection_id"]), np.full(ne, -1)]),
-        input_shapes=_intern(sym, csv_col("input_shapes", None)),
-        input_dtypes=_intern(sym, csv_col("input_dtypes", None)),
-        input_formats=_intern(sym, csv_col("input_formats", None)),
-        detail=sel >= 0, **pmu)
-    trace_key = np.stack([np.concatenate([h["pid"], np.full(ne, -1)]),
-                          np.concatenate([h["tid"], np.full(ne, -1)])], axis=1)
-    return table, trace_key
-
-
 def _op_type(name: str) -> str:
     t = name.lower().split("_")
     return t[1] if t[0] == "hcom" and len(t) > 1 else t[0]
@@ -506,7 +464,6 @@ def _op_type(name: str) -> str:
 
 def _comm_tables(tr: _Trace, sym: SymbolTable) -> tuple[pd.DataFrame, pd.DataFrame, tuple]:
     c = tr.b["hccl"]
-    n = c["n"]
     # thread -> (is group thread, group name, group key): planes belong to the nearest preceding
     # "Communication" thread in thread_sort_index order (spec a.5)
     info: dict = {}
@@ -551,15 +508,20 @@ def _comm_tables(tr: _Trace, sym: SymbolTable) -> tuple[pd.DataFrame, pd.DataFra
         ok = (k >= 0) & (ts <= oend[orows[np.maximum(k, 0)]])
         comm_op[trows[ok]] = orows[k[ok]]
     sub = lambda key: [c[key][i] for i in t.tolist()]  # noqa: E731
-    comm_tasks = make_table("comm_tasks", len(t), name=names[t], group=gsym[t], plane=c["tid"][t],
-                            start_ns=c["ts"][t], dur_ns=c["dur"][t], comm_op=comm_op,
-                            task_type=_intern(sym, sub("hccl_task_type")), transport=_intern(sym, sub("transport")),
-                            bytes=_ints(sub("size")), src_rank=_ints(sub("src_rank")), dst_rank=_ints(sub("dst_rank")))
+    comm_tasks = make_table(
+        "comm_tasks", len(t), name=names[t], group=gsym[t], plane=c["tid"][t], start_ns=c["ts"][t],
+        dur_ns=c["dur"][t], comm_op=comm_op, task_type=_intern(sym, sub("hccl_task_type")),
+        transport=_intern(sym, sub("transport")), bytes=_ints(sub("size")), src_rank=_ints(sub("src_rank")),
+        dst_rank=_ints(sub("dst_rank")))
     return comm_ops, comm_tasks, (c["pid"][o], c["tid"][o])
 
 
-def _link(pairs: pd.DataFrame, ops: pd.DataFrame, cpu_cat: int, dev_pid, dev_tid, dev_start) -> tuple[np.ndarray, np.ndarray]:
-    """async_npu flows -> (launch_op, flow_start_ns) per device row; each row linked once."""
+def _link(pairs: pd.DataFrame, ops: pd.DataFrame, cpu_cat: int, dev_pid, dev_tid, dev_start) -> tuple:
+    """async_npu flows -> (launch_op, flow_start_ns) arrays per device row.
+
+    A flow end sits on a device row with the same (pid, tid, ts); its start on the innermost
+    cpu_op of the same (pid, tid) starting exactly at the flow-start ts.  Each row is linked once.
+    """
     n = len(dev_start)
     launch, fstart = np.full(n, -1, dtype=np.int64), np.full(n, -1, dtype=np.int64)
     if not n or not len(pairs):
@@ -570,7 +532,8 @@ def _link(pairs: pd.DataFrame, ops: pd.DataFrame, cpu_cat: int, dev_pid, dev_tid
     cpu = ops.assign(orow=np.arange(len(ops)))
     cpu = cpu[cpu["cat"] == cpu_cat]
     cpu = cpu.sort_values("depth", ascending=False, kind="stable").drop_duplicates(["pid", "tid", "start_ns"])
-    cpu = cpu.rename(columns={"pid": "pid_s", "tid": "tid_s", "start_ns": "ts_s"})[["pid_s", "tid_s", "ts_s", "orow"]]
+    cpu = cpu.rename(columns={"pid": "pid_s", "tid": "tid_s", "start_ns": "ts_s"})
+    cpu = cpu[["pid_s", "tid_s", "ts_s", "orow"]]
     m = m.merge(cpu, on=["pid_s", "tid_s", "ts_s"], how="left")
     rows = m["drow"].to_numpy()
     fstart[rows] = m["ts_s"].to_numpy()
@@ -594,56 +557,6 @@ def _steps(ops: pd.DataFrame, kernels: pd.DataFrame, sym: SymbolTable) -> pd.Dat
                       end_ns=g["end"].max().to_numpy())
 
 
-def _alloc_ops(ops: pd.DataFrame, sym: SymbolTable, names: np.ndarray, alloc_ns: np.ndarray) -> np.ndarray:
-    """Innermost cpu_op of the main thread containing each allocation (cann:: rows: via their
-    Dequeue -> Enqueue by correlation id, as the reference does; -1 when not found)."""
-    cat = ops["cat"].to_numpy()
-    cpu = ops[cat == sym.lookup("cpu_op")]
-    if not len(cpu) or not len(alloc_ns):
-        return np.full(len(alloc_ns), -1, dtype=np.int64)
-    step_ids = sym.ids_matching(lambda s: s.startswith("ProfilerStep#"))
-    steps = cpu[np.isin(cpu["name"].to_numpy(), step_ids)]
-    main = (steps if len(steps) else cpu)["tid"].value_counts().index[0]
-    t = alloc_ns.copy()
-    deq, enq = ops[cat == sym.lookup("dequeue")], ops[cat == sym.lookup("enqueue")]
-    cann = np.array([isinstance(x, str) and x.startswith("cann::") for x in names], dtype=bool)
-    if cann.any() and len(deq) and len(enq):
-        d = deq.sort_values("start_ns", kind="stable")
-        k = np.searchsorted(d["start_ns"].to_numpy(), t[cann], side="right") - 1
-        ok = (k >= 0) & (t[cann] <= (d["start_ns"] + d["dur_ns"]).to_numpy()[np.maximum(k, 0)])
-        corr = np.where(ok, d["corr"].to_numpy()[np.maximum(k, 0)], -1)
-        enq_at = enq.drop_duplicates("corr").set_index("corr")["start_ns"]
-        t[cann] = pd.Series(corr).map(enq_at).fillna(-1).to_numpy(dtype=np.int64)
-    mrows = np.flatnonzero((ops["tid"].to_numpy() == main) & (cat == sym.lookup("cpu_op")))
-    pos_of = np.full(len(ops), -1, dtype=np.int64)
-    pos_of[mrows] = np.arange(len(mrows))
-    par = ops["parent"].to_numpy()[mrows]
-    local = sidefiles.innermost_ops(ops["start_ns"].to_numpy()[mrows],
-                                    (ops["start_ns"] + ops["dur_ns"]).to_numpy()[mrows],
-                                    np.where(par >= 0, pos_of[np.maximum(par, 0)], -1), t)
-    return np.where(local >= 0, mrows[np.maximum(local, 0)], -1)
-
-
-def _memory(out_dir: str, sym: SymbolTable, meta: ProfileMeta, ops: pd.DataFrame) -> dict:
-    tables = {}
-    p = os.path.join(out_dir, "operator_memory.csv")
-    if os.path.isfile(p):
-        m = sidefiles.read_operator_memory(p, meta.warnings)
-        meta.files.append(p)
-        tables["mem_allocs"] = make_table(
-            "mem_allocs", len(m["bytes"]), name=_intern(sym, m["name"]), bytes=m["bytes"], alloc_ns=m["alloc_ns"],
-            release_ns=m["release_ns"], device=m["device"], op=_alloc_ops(ops, sym, m["name"], m["alloc_ns"]))
-    p = os.path.join(out_dir, "memory_record.csv")
-    if os.path.isfile(p):
-        r = sidefiles.read_memory_record(p, meta.warnings)
-        meta.files.append(p)
-        tables["mem_records"] = make_table(
-            "mem_records", len(r["ts_ns"]), ts_ns=r["ts_ns"], component=_intern(sym, r["component"]),
-            device=r["device"], allocated_bytes=r["allocated_bytes"], reserved_bytes=r["reserved_bytes"],
-            active_bytes=r["active_bytes"])
-    return tables
-
-
 def load(root: str, framework: str = "PyTorch", progress=None) -> Profile:
     """Parse an Ascend text export folder (``*_ascend_pt`` / ``*_ascend_ms``, its
     ASCEND_PROFILER_OUTPUT, or a bare trace_view.json) into a Profile."""
@@ -662,11 +575,8 @@ def load(root: str, framework: str = "PyTorch", progress=None) -> Profile:
         if isinstance(info, dict):
             meta.config = info.get("config") if isinstance(info.get("config"), dict) else {}
             meta.profiler_level = _level_of(info)
-            rid = info.get("rank_id")
-            meta.rank = int(rid) if isinstance(rid, int) else _rank_from_name(info_path)
             meta.device_name = info.get("device_name") or None
-        else:
-            meta.rank = _rank_from_name(info_path)
+        meta.rank = _rank(info, info_path)
     if md_path:
         md = sidefiles.read_json(md_path)
         meta.files.append(md_path)
@@ -680,7 +590,8 @@ def load(root: str, framework: str = "PyTorch", progress=None) -> Profile:
         meta.warnings.append(f"{TRACE}: {tr.bad_ts} event(s) with an unreadable 'ts' were skipped")
     tick(0.6)
     tables = _host_tables(tr, sym, meta)
-    kernels, kkey = _kernels(tr, sym, meta, None if trace_only else out_dir)
+    kernels, kkey = sidefiles.kernels_table(tr.b["hw"], sym, meta,
+                                            None if trace_only else os.path.join(out_dir, "kernel_details.csv"))
     comm_ops, comm_tasks, op_keys = _comm_tables(tr, sym)
     pairs = _flow_pairs(tr.b["npu_flow"])
     cpu_cat = sym.lookup("cpu_op")
@@ -698,7 +609,7 @@ def load(root: str, framework: str = "PyTorch", progress=None) -> Profile:
     meta.compute_stream = int(comp.value_counts().index[0]) if len(comp) else None
     tick(0.8)
     if not trace_only:
-        tables.update(_memory(out_dir, sym, meta, tables["ops"]))
+        tables.update(sidefiles.memory_tables(out_dir, sym, meta, tables["ops"]))
         p = os.path.join(out_dir, "communication.json")
         if os.path.isfile(p):
             meta.bandwidth = sidefiles.bandwidth_summary(sidefiles.read_json(p))

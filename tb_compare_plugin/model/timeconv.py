@@ -58,9 +58,11 @@ def us_values_to_ns(values: Iterable) -> np.ndarray:
     """Vector form of :func:`us_to_ns`; bad or missing cells become -1 (MISSING)."""
     out = []
     app = out.append
+    lim = 2 ** 63 - 1
     for v in values:
         try:
-            app(us_to_ns(v))
+            ns = us_to_ns(v)
+            app(ns if -lim <= ns <= lim else MISSING)
         except (ValueError, TypeError, OverflowError):
             app(MISSING)
     return np.array(out, dtype=np.int64)
