@@ -65,6 +65,28 @@ class Comparison:
         return self._memo("communication", lambda: compare_communication(
             self.base, self.target, base_step=o.base_step, target_step=o.target_step))
 
+    def kernels(self):
+        from .engines.kernel import compare_kernels
+        o = self.options
+        return self._memo("kernels", lambda: compare_kernels(self.base, self.target, o.base_step, o.target_step))
+
+    def api(self):
+        from .engines.api import compare_api
+        o = self.options
+        return self._memo("api", lambda: compare_api(self.base, self.target, o.base_step, o.target_step))
+
+    def operators(self):
+        from .engines.operator import compare_operators
+        return self._memo("operators", lambda: compare_operators(self.base, self.target, self.options))
+
+    def modules(self):
+        from .engines.module import compare_modules
+        return self._memo("modules", lambda: compare_modules(self.base, self.target, self.options))
+
+    def memory(self):
+        from .engines.memory import compare_memory
+        return self._memo("memory", lambda: compare_memory(self.base, self.target, self.options))
+
     def swapped(self) -> "Comparison":
         o = self.options
         opts = Options(o.target_step, o.base_step, o.per_step, o.op_name_map, o.use_input_shape,
