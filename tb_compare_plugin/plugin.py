@@ -13,9 +13,10 @@ from . import PLUGIN_NAME
 from .discovery import split_worker_id
 from .discovery.scanner import Scanner
 from .comparison import Comparison, Options, Side
-from .http import HttpError, arg, int_arg, json_body, json_response, route
+from .http import HttpError, arg, float_arg, int_arg, json_body, json_response, route
 from .presenters.overall_json import overall_payload
 from .presenters.runs_json import runs_payload, worker_payload
+from .presenters.views import VIEWS, view_page
 from .store import JobCache, ProfileStore
 
 WAIT_SECONDS = float(os.environ.get("TB_COMPARE_REQUEST_WAIT", "20"))
@@ -50,6 +51,7 @@ class ProfileComparePlugin(base_plugin.TBPlugin):
             "/worker": route(self._worker),
             "/load": route(self._load),
             "/compare/overall": route(self._compare_overall),
+            "/compare/*": route(self._compare_view),
             "/static/*": route(self._static),
         }
 
@@ -122,6 +124,26 @@ class ProfileComparePlugin(base_plugin.TBPlugin):
                             progress=st["progress"])
 
     # -- routes --------------------------------------------------------------------------
+    def _compare_view(self, request):
+        view = request.path.rsplit("/compare/", 1)[-1]
+        if view not in VIEWS:
+            raise HttpError(404, f"unknown comparison view {view!r}; views: {', '.join(sorted(VIEWS))}")
+        order = arg(request, "order", required=False, default="desc")
+        if order not in ("asc", "desc"):
+            raise HttpError(400, "order must be asc or desc")
+        params = dict(sort=arg(request, "sort", required=False, max_len=64), order=order,
+                      q=arg(request, "q", required=False, max_len=256),
+                      min_diff=float_arg(request, "min_diff"),
+                      offset=int_arg(request, "offset", 0, 0, 10 ** 9),
+                      limit=int_arg(request, "limit", 100, 1, 1000))
+        cmp = self._comparison(request)
+        try:
+            return json_response(request, view_page(cmp, view, **params))
+        except ValueError as e:
+            raise HttpError(400, str(e))
+        except (ImportError, AttributeError) as e:
+            raise HttpError(404, f"the {view} comparison is not available: {e}")
+
     def _compare_overall(self, request):
         return json_response(request, overall_payload(self._comparison(request)))
 

@@ -251,5 +251,11 @@ def classify_path(path: str) -> list[WorkerSpec]:
         raise ValueError(f"{path}: not a recognised profile (expected *.pt.trace.json[.gz], "
                          "a trace .json, an Ascend *.db, or a profiler output folder)")
     from .walk import find_runs
+    if is_ascend_worker_dir(os.path.basename(path)) or os.path.basename(path) == ASCEND_OUT:
+        parent = os.path.dirname(path)
+        if os.path.basename(path) == ASCEND_OUT and is_ascend_worker_dir(os.path.basename(parent)):
+            path, parent = parent, os.path.dirname(parent)
+        name = ASCEND_OUT if os.path.basename(path) == ASCEND_OUT else None
+        return [classify_ascend_dir(os.path.basename(parent) or ".", path, name)]
     runs = find_runs(path)
     return [w for r in runs for w in r.workers]

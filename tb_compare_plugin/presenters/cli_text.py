@@ -50,7 +50,9 @@ def overview_table(payload: dict, wide: bool = False, color: bool = False) -> st
         lines.append(f"{'Collective':<{name_w}}{'Baseline ms':>12}{'Target ms':>12}{'Diff ms':>12}{'Ratio':>8}")
         lines.append("-" * len(head))
         for row in comm:
-            name = row["name"] + (f" [{row['group']}]" if row.get("group") and wide else "")
+            agg = row.get("aggregate") or not row.get("group")
+            name = row["name"] if agg else (f"  {row['group']}" if any(r.get("aggregate") for r in comm)
+                                            else f"{row['name']} [{row['group']}]")
             bd, td = (row.get("baseline") or {}).get("total_ms"), (row.get("target") or {}).get("total_ms")
             ratio = row.get("ratio")
             lines.append(f"{name[:name_w - 1]:<{name_w}}{_ms(bd):>12}{_ms(td):>12}{_ms(row.get('diff_ms')):>12}"

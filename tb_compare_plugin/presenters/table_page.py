@@ -58,7 +58,7 @@ def page(df: pd.DataFrame, columns: list[ColumnSpec], *, sort: str | None = None
     offset = max(0, int(offset))
     chunk = view.iloc[offset: offset + limit]
     wanted = [c.key for c in columns] + [c for c in extra_cols if c in chunk.columns]
-    present = [c for c in wanted if c in chunk.columns]
+    present = list(dict.fromkeys(c for c in wanted if c in chunk.columns))
     rows = chunk[present].to_dict(orient="records")
     return {
         "columns": [{"key": c.key, "label": c.label, "type": c.type} for c in columns],
