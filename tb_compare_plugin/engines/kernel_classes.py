@@ -37,6 +37,9 @@ N_CODES = 17
 FA_MASK = ("flash_attention", "fusion_attention", "flashattn", "xformers_flash", "efficient_attention",
            "flash2attn")
 CONV_MASK = ("aten::conv",)
+# also the backward ops whose names lack "aten::conv" (CudnnConvolutionBackward,
+# aten::cudnn_convolution_backward*, ConvolutionBackward0): docs/deviations.md
+CONV_MASK_WIDE = ("aten::conv", "convolution")
 MM_MASK = ("aten::addmm", "aten::bmm", "aten::mm", "aten::matmul")
 GPU_CUBE_MASK = ("gemm", "conv", "cutlass", "wgrad", "gemvx")
 TRANS_MASK = ("cast", "transdata", "transpose")
@@ -47,37 +50,51 @@ BWD_WORDS = ("bwd", "backward", "back", "grad")
 OP_FA, OP_CONV, OP_MM = 1, 2, 3
 
 
+def distinct_ids(ids: np.ndarray) -> np.ndarray:
+    """Sorted distinct symbol ids, in O(n) (bincount, no sort of the rows)."""
+    ids = np.asarray(ids)
+    if len(ids) == 0:
+        return np.zeros(0, dtype=np.int64)
+    return np.flatnonzero(np.bincount(ids.astype(np.int64)))
+
+
 def text_flags(symbols, ids: np.ndarray, predicate) -> np.ndarray:
     """Evaluate ``predicate(lower-cased string)`` once per distinct symbol id; bool per row."""
     ids = np.asarray(ids)
     if len(ids) == 0:
         return np.zeros(0, dtype=bool)
-    uniq, inv = np.unique(ids, return_inverse=True)
-    strs = symbols.strings(uniq)
-    vals = np.fromiter((bool(predicate(s.lower())) for s in strs), dtype=bool, count=len(uniq))
-    return vals[inv]
+    uniq = distinct_ids(ids)
+    lut = np.zeros(int(uniq[-1]) + 1, dtype=bool)
+    lut[uniq] = np.fromiter((bool(predicate(s.lower())) for s in symbols.strings(uniq)), dtype=bool,
+                            count=len(uniq))
+    return lut[ids]
 
 
 def _has_any(words):
     return lambda s: any(w in s for w in words)
 
 
-def cube_op_kind(symbols, name_ids: np.ndarray) -> np.ndarray:
-    """OP_FA / OP_CONV / OP_MM (0 = not a cube op) for host op names, in the reference's order."""
+def cube_op_kind(symbols, name_ids: np.ndarray, compat: bool = False) -> np.ndarray:
+    """OP_FA / OP_CONV / OP_MM (0 = not a cube op) for host op names, in the reference's order.
+
+    ``compat`` uses the reference's conv mask ("aten::conv" only)."""
+    conv_mask = CONV_MASK if compat else CONV_MASK_WIDE
+
+    def kind(low: str) -> int:
+        if any(m in low for m in FA_MASK):
+            return OP_FA
+        if any(m in low for m in conv_mask):
+            return OP_CONV
+        if any(m in low for m in MM_MASK):
+            return OP_MM
+        return 0
     ids = np.asarray(name_ids)
     if len(ids) == 0:
         return np.zeros(0, dtype=np.int8)
-    uniq, inv = np.unique(ids, return_inverse=True)
-    out = np.zeros(len(uniq), dtype=np.int8)
-    for i, s in enumerate(symbols.strings(uniq)):
-        low = s.lower()
-        if any(m in low for m in FA_MASK):
-            out[i] = OP_FA
-        elif any(m in low for m in CONV_MASK):
-            out[i] = OP_CONV
-        elif any(m in low for m in MM_MASK):
-            out[i] = OP_MM
-    return out[inv]
+    uniq = distinct_ids(ids)
+    lut = np.zeros(int(uniq[-1]) + 1, dtype=np.int8)
+    lut[uniq] = [kind(s.lower()) for s in symbols.strings(uniq)]
+    return lut[ids]
 
 
 def is_backward_name(symbols, name_ids: np.ndarray) -> np.ndarray:

@@ -1,0 +1,254 @@
+"""Operator comparison (OperatorCompare / OperatorCompareStatistic, spec c).
+
+Per side, the top-layer host ops (c.3 step 1, ``OpTree.top_layer``) are cut into forward /
+backward segments by thread when both sides know their autograd thread (c.3 step 2), each
+segment pair is aligned on a key (op name through the name map, optionally + input shape; see
+``name_map``), and with ``max_kernel_num`` a matched pair whose subtrees launch more kernels is
+replaced by the alignment of its children (step 5).  Device time of an op = Σ of the device
+events in its subtree, each attached once.
+
+``match_ops`` (the aligned node pairs) is reused by the memory comparison.  Pure function of
+two Profiles.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from ..comparison import Options
+from .align import align, unmatched
+from .name_map import NameMapper
+from .optree import OpTree, none_for_missing
+from .sidebyside import BASE_ONLY, BOTH, TARGET_ONLY, merge_sides, ratio
+
+REFERENCE_HEADERS_PAIRS = ["Order Id", "Operator Name", "Input Shape", "Input Type", "Kernel Details",
+                           "Device Duration(us)", "Operator Name", "Input Shape", "Input Type",
+                           "Kernel Details", "Device Duration(us)", "Diff Duration(us)", "Diff Ratio"]
+REFERENCE_HEADERS_STATS = ["Top", "Operator Name", "Base Device Duration(ms)", "Base Operator Number",
+                           "Comparison Device Duration(ms)", "Comparison Operator Number",
+                           "Diff Duration(ms)", "Diff Ratio"]
+
+
+@dataclass
+class Matched:
+    """Aligned top-layer node pairs of two op trees (node index or -1), in matching order."""
+    base: OpTree
+    target: OpTree
+    b_nodes: np.ndarray
+    t_nodes: np.ndarray
+    segment: np.ndarray         # segment pair index of each row
+    bwd: np.ndarray             # row belongs to a backward-thread segment
+
+
+def _shape_keys(tree: OpTree, nodes: np.ndarray) -> list[str]:
+    shapes = tree.strings("input_shapes", nodes, missing="")
+    return [s.replace(";\r\n", ";").replace(";\n", ";") for s in shapes.tolist()]
+
+
+def _keys(tree: OpTree, nodes: np.ndarray, mapper: NameMapper, use_shape: bool) -> list[str]:
+    names = tree.profile.symbols.as_array()[tree.name[nodes]].tolist() if len(nodes) else []
+    keys = mapper.keys(names)
+    if use_shape:
+        keys = [k + "\x1f" + s for k, s in zip(keys, _shape_keys(tree, nodes))]
+    return keys
+
+
+def _segments(tree: OpTree, nodes: np.ndarray) -> list[tuple[bool, np.ndarray]]:
+    """Runs of top-layer nodes on / off the backward thread (nodes are in start order)."""
+    bwd_tid = tree.profile.meta.bwd_tid
+    if not len(nodes):
+        return []
+    is_bwd = tree.tid[nodes] == bwd_tid
+    cut = np.flatnonzero(is_bwd[1:] != is_bwd[:-1]) + 1
+    return [(bool(is_bwd[idx[0]]), nodes[idx]) for idx in np.split(np.arange(len(nodes)), cut)]
+
+
+def _pair_segments(bseg, tseg):
+    """Segment pairing of spec c.3 step 2: (base nodes, target nodes, is_bwd) per pair."""
+    empty = np.zeros(0, np.int64)
+    if not bseg or not tseg:
+        return [(np.concatenate([s for _, s in bseg]) if bseg else empty,
+                 np.concatenate([s for _, s in tseg]) if tseg else empty,
+                 bool((bseg or tseg)[0][0]))]
+    out = []
+    bi = ti = 0
+    if bseg[0][0] != tseg[0][0]:
+        if len(bseg) > len(tseg):
+            out.append((bseg[0][1], empty, bseg[0][0]))
+            bi = 1
+        else:
+            out.append((empty, tseg[0][1], tseg[0][0]))
+            ti = 1
+    while bi < len(bseg):
+        t = tseg[ti][1] if ti < len(tseg) else empty
+        out.append((bseg[bi][1], t, bseg[bi][0]))
+        bi += 1
+        ti += 1
+    while ti < len(tseg):
+        out.append((empty, tseg[ti][1], tseg[ti][0]))
+        ti += 1
+    return out
+
+
+def _align_nodes(bt: OpTree, tt: OpTree, bn, tn, mapper, opts: Options):
+    if opts.disable_details:
+        ai, ti = unmatched(len(bn), len(tn))
+    else:
+        ai, ti = align(_keys(bt, bn, mapper, opts.use_input_shape), _keys(tt, tn, mapper, opts.use_input_shape))
+    return (np.where(ai >= 0, bn[np.maximum(ai, 0)] if len(bn) else -1, -1),
+            np.where(ti >= 0, tn[np.maximum(ti, 0)] if len(tn) else -1, -1))
+
+
+def _drill_down(bt: OpTree, tt: OpTree, b, t, mapper, opts: Options):
+    """Replace pairs whose subtrees launch more than max_kernel_num kernels by their children."""
+    limit = opts.max_kernel_num
+    out_b, out_t = [], []
+    stack = list(zip(b.tolist()[::-1], t.tolist()[::-1]))
+    while stack:
+        x, y = stack.pop()
+        if x >= 0 and y >= 0:
+            cx, cy = bt.children(x), tt.children(y)
+            if len(cx) and len(cy) and max(bt.kernel_num[x], tt.kernel_num[y]) > limit:
+                sb, stt = _align_nodes(bt, tt, cx, cy, mapper, opts)
+                stack.extend(zip(sb.tolist()[::-1], stt.tolist()[::-1]))
+                continue
+        out_b.append(x)
+        out_t.append(y)
+    return np.array(out_b, dtype=np.int64), np.array(out_t, dtype=np.int64)
+
+
+def match_ops(base, target, options: Options | None = None,
+              trees: tuple[OpTree, OpTree] | None = None) -> Matched:
+    """Aligned top-layer op pairs of two profiles (shared with the memory comparison)."""
+    opts = options or Options()
+    bt, tt = trees or (OpTree(base), OpTree(target))
+    mapper = NameMapper.for_profiles(base, target, opts.op_name_map)
+    bnodes, tnodes = bt.top_layer(opts.base_step), tt.top_layer(opts.target_step)
+    if base.meta.bwd_tid is not None and target.meta.bwd_tid is not None:
+        groups = _pair_segments(_segments(bt, bnodes), _segments(tt, tnodes))
+    else:
+        groups = [(bnodes, tnodes, False)]
+    rb, rt, seg, bwd = [], [], [], []
+    for g, (bn, tn, is_bwd) in enumerate(groups):
+        if not len(bn) and not len(tn):
+            continue
+        b, t = _align_nodes(bt, tt, bn, tn, mapper, opts)
+        if opts.max_kernel_num is not None:
+            b, t = _drill_down(bt, tt, b, t, mapper, opts)
+        rb.append(b)
+        rt.append(t)
+        seg.append(np.full(len(b), g, np.int64))
+        bwd.append(np.full(len(b), is_bwd))
+    cat = (lambda xs, dt: np.concatenate(xs).astype(dt) if xs else np.zeros(0, dt))
+    return Matched(bt, tt, cat(rb, np.int64), cat(rt, np.int64), cat(seg, np.int64), cat(bwd, bool))
+
+
+def _side(tree: OpTree, nodes: np.ndarray, prefix: str) -> dict:
+    have = nodes >= 0
+    safe = np.maximum(nodes, 0)
+    dev = np.where(have, tree.kernel_ns[safe] if tree.n else 0, 0) / 1000.0
+    return {
+        f"{prefix}_name": tree.strings("name", nodes),
+        f"{prefix}_input_shape": tree.strings("input_shapes", nodes),
+        f"{prefix}_input_type": tree.strings("input_types", nodes),
+        f"{prefix}_kernel_details": np.array(tree.details_many(nodes), dtype=object),
+        f"{prefix}_device_us": dev,
+        f"{prefix}_kernel_count": np.where(have, tree.kernel_num[safe] if tree.n else 0, 0).astype(np.int64),
+        f"{prefix}_op": np.where(have, tree.op_rows[safe] if tree.n else -1, -1).astype(np.int64),
+    }
+
+
+@dataclass
+class OperatorResult:
+    pairs: pd.DataFrame
+    stats: pd.DataFrame
+    base_device: str = "GPU"
+    target_device: str = "GPU"
+    details_disabled: bool = False
+
+    def reference_rows_pairs(self) -> list[list]:
+        return reference_rows_pairs(self.pairs, self.base_device, self.target_device)
+
+    def reference_rows_stats(self) -> list[list]:
+        return reference_rows_stats(self.stats)
+
+
+def compare_operators(base, target, options: Options | None = None) -> OperatorResult:
+    opts = options or Options()
+    m = match_ops(base, target, opts)
+    df = pd.DataFrame({**_side(m.base, m.b_nodes, "b"), **_side(m.target, m.t_nodes, "t")})
+    hb, ht = m.b_nodes >= 0, m.t_nodes >= 0
+    df["status"] = np.where(hb & ht, BOTH, np.where(hb, BASE_ONLY, TARGET_ONLY))
+    df["diff_us"] = df["t_device_us"] - df["b_device_us"]
+    df["diff_ratio"] = ratio(df["t_device_us"], df["b_device_us"])
+    df["segment"] = m.segment
+    df["phase"] = np.where(m.bwd, "backward", "forward")
+    df.insert(0, "name", np.where(hb, df["b_name"], df["t_name"]))
+    df = none_for_missing(df)
+    return OperatorResult(df, operator_stats(df), base.meta.device, target.meta.device, opts.disable_details)
+
+
+def operator_stats(pairs: pd.DataFrame) -> pd.DataFrame:
+    """OperatorCompareStatistic: per raw name and side, Σ device ms and count; by diff descending."""
+    def side(p):
+        d = pairs.loc[pairs[f"{p}_op"] >= 0, [f"{p}_name", f"{p}_device_us"]]
+        d = d.rename(columns={f"{p}_name": "name", f"{p}_device_us": "dev"})
+        g = d.groupby("name", sort=False).agg(device_ms=("dev", "sum"), count=("dev", "size")).reset_index()
+        g["device_ms"] = g["device_ms"] / 1000.0
+        return g
+    st = merge_sides(side("b"), side("t"), ["name"])
+    for p in ("b", "t"):
+        st[f"{p}_device_ms"] = st[f"{p}_device_ms"].fillna(0.0)
+        st[f"{p}_count"] = st[f"{p}_count"].fillna(0).astype("int64")
+    st["diff_ms"] = st["t_device_ms"] - st["b_device_ms"]
+    st["diff_ratio"] = ratio(st["t_device_ms"], st["b_device_ms"])
+    key = st["diff_ms"].round(2)
+    st = st.iloc[np.argsort(-key.to_numpy(), kind="stable")].reset_index(drop=True)
+    return st
+
+
+# ------------------------------------------------------------------------- reference sheets
+
+def _ref_ratio(t: float, b: float) -> float:
+    if not b and not t:
+        return 1.0
+    return float("inf") if not b else round(t / b, 4)
+
+
+def _list_repr(s, kind: str):
+    """GPU shapes/types back to the reference's ``str(list)`` display; NPU strings as they are."""
+    if s is None:
+        return None
+    if s == "":
+        return "N/A"
+    parts = s.split(";")
+    if kind == "shape":
+        return "[" + ", ".join("[" + ", ".join(d for d in p.split(",") if d) + "]" for p in parts) + "]"
+    return "[" + ", ".join(repr(p) for p in parts) + "]"
+
+
+def reference_rows_pairs(pairs: pd.DataFrame, base_device: str = "GPU", target_device: str = "GPU") -> list[list]:
+    out = []
+    for i, r in enumerate(pairs.itertuples(index=False), 1):
+        row = [i]
+        for p, dev in (("b", base_device), ("t", target_device)):
+            present = getattr(r, f"{p}_op") >= 0
+            shape, typ = getattr(r, f"{p}_input_shape"), getattr(r, f"{p}_input_type")
+            if present and dev == "GPU":
+                shape, typ = _list_repr(shape, "shape"), _list_repr(typ, "type")
+            elif present:
+                shape, typ = shape or "N/A", typ or "N/A"
+            row += [getattr(r, f"{p}_name") if present else None, shape if present else None,
+                    typ if present else None, getattr(r, f"{p}_kernel_details") or None,
+                    getattr(r, f"{p}_device_us")]
+        b, t = r.b_device_us, r.t_device_us
+        out.append(row + [round(t - b, 2), _ref_ratio(t, b)])
+    return out
+
+
+def reference_rows_stats(stats: pd.DataFrame) -> list[list]:
+    return [[i, r.name, r.b_device_ms, int(r.b_count), r.t_device_ms, int(r.t_count),
+             round(r.t_device_ms - r.b_device_ms, 2), _ref_ratio(r.t_device_ms, r.b_device_ms)]
+            for i, r in enumerate(stats.itertuples(index=False), 1)]

@@ -1,0 +1,109 @@
+"""GPU time metrics of the overall breakdown (spec b.3).
+
+Owns, for one Kineto trace: E2E (span of device activity), Computing (union of non-NCCL
+kernels), Uncovered Communication (NCCL kernels outside computing), the stream "SDMA" time
+(memory copies / sets on the compute stream) and which kernels the categorisation walks.
+
+Differences from the reference (docs/deviations.md), switchable back with ``compat=True``:
+
+* computing / uncovered are exact unions on ns; the reference counts 1-µs ticks
+  (``compat`` floors every kernel's start and end to the µs, which reproduces the ticks);
+* memory activity is recognised whatever its category spelling (``gpu_memcpy`` and the
+  2021-era ``Memcpy``; ``gpu_memset`` / ``Memset``): it counts in E2E and, on the compute
+  stream, in SDMA.  The reference picks only ``gpu_memcpy`` and treats stream 0 as "no
+  stream".
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..model import KIND_COMM, KIND_COMPUTE, KIND_MEMCPY, KIND_MEMSET
+from ..model.intervals import union
+from .kernel_classes import text_flags
+from .overall_npu import DeviceTimes
+
+SDMA_MARKS = ("htod", "dtod", "dtoh", "memset (device)")
+TORCH_OP_CATS = frozenset({"cpu_op", "user_annotation", "cuda_runtime", "operator", "runtime"})
+
+
+def _arr(df, col, rows):
+    return df[col].to_numpy()[rows]
+
+
+class GpuRows:
+    """The per-kernel flags both the categorisation and the device times need."""
+
+    def __init__(self, profile, sel, compat: bool) -> None:
+        k, sym = profile.kernels, profile.symbols
+        rows = np.flatnonzero(sel.kernels)
+        kind = _arr(k, "kind", rows)
+        cat = _arr(k, "task_type", rows)
+        name = _arr(k, "name", rows)
+        stream = _arr(k, "stream", rows)
+        if compat:
+            kern = text_flags(sym, cat, lambda s: s == "kernel")
+            mem = text_flags(sym, cat, lambda s: s == "gpu_memcpy")
+            has_stream = stream > 0
+            nccl = kern & text_flags(sym, name, lambda s: s.startswith("nccl"))
+        else:
+            kern = (kind == KIND_COMPUTE) | (kind == KIND_COMM)
+            mem = (kind == KIND_MEMCPY) | (kind == KIND_MEMSET)
+            has_stream = stream >= 0
+            nccl = (kind == KIND_COMM) | (kern & text_flags(sym, name, lambda s: s.startswith("nccl")))
+        comp_stream = profile.meta.compute_stream
+        if comp_stream is None:
+            cand = stream[kern & ~nccl & has_stream]
+            vals, cnt = np.unique(cand, return_counts=True)
+            comp_stream = int(vals[np.argmax(cnt)]) if len(vals) else None
+        marks = text_flags(sym, name, lambda s: any(m in s for m in SDMA_MARKS))
+        on_cs = (stream == comp_stream) if comp_stream is not None else np.zeros(len(rows), bool)
+        self.rows = rows
+        self.sdma = (kern | mem) & on_cs & marks
+        self.span = (kern | mem) & has_stream
+        self.nccl = nccl & ~self.sdma
+        self.compute = kern & ~nccl & ~self.sdma
+        if compat:
+            # the reference keys kernels by (pid, tid, ts): a later kernel on the same stream
+            # with the same start replaces an earlier one
+            ks = _arr(k, "start_ns", rows)
+            dev = _arr(k, "device", rows)
+            key = np.stack([dev, stream, ks], axis=1)
+            picked = kern | mem
+            idx = np.flatnonzero(picked)
+            if len(idx):
+                _, last = np.unique(key[idx][::-1], axis=0, return_index=True)
+                keep = np.zeros(len(rows), bool)
+                keep[idx[::-1][last]] = True
+                self.sdma &= keep
+                self.span &= keep
+                self.nccl &= keep
+                self.compute &= keep
+
+
+def categorised_rows(g: GpuRows) -> np.ndarray:
+    return g.rows[g.compute]
+
+
+def cube_op_rows(profile) -> np.ndarray:
+    ops = profile.ops
+    return np.flatnonzero(text_flags(profile.symbols, ops["cat"].to_numpy(), lambda s: s in TORCH_OP_CATS))
+
+
+def device_times(profile, g: GpuRows, compat: bool) -> DeviceTimes:
+    k = profile.kernels
+    dt = DeviceTimes()
+    s = _arr(k, "start_ns", g.rows)
+    e = s + _arr(k, "dur_ns", g.rows)
+    if g.span.any():
+        dt.e2e_ns = int(e[g.span].max() - s[g.span].min())
+    if compat:
+        # 1-µs ticks int(ts+1) .. int(ts+dur): the same as the union of µs-floored intervals
+        s, e = (s // 1000) * 1000, (e // 1000) * 1000
+    cs, ce = union(s[g.compute], e[g.compute])
+    dt.computing_ns = int((ce - cs).sum())
+    us, ue = union(np.concatenate([cs, s[g.nccl]]), np.concatenate([ce, e[g.nccl]]))
+    dt.uncovered_ns = int((ue - us).sum()) - dt.computing_ns
+    dt.sdma_rows = g.rows[g.sdma]
+    dt.sdma_ns = int(_arr(k, "dur_ns", dt.sdma_rows).sum())
+    dt.comm_rows = g.rows[g.nccl]           # kernel rows (GPU collectives are kernels)
+    return dt
