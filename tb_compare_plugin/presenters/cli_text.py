@@ -10,6 +10,10 @@ def _ms(v) -> str:
     return f"{v:,.3f}"
 
 
+def _num(v) -> str:
+    return "-" if v is None else f"{v:,.3f}"
+
+
 def _ratio(r) -> str:
     if r is None:
         return "new" if r is None else "-"
@@ -44,6 +48,18 @@ def overview_table(payload: dict, wide: bool = False, color: bool = False) -> st
         if color and diff and abs(diff) > 1e-9 and row.get("depth", 0) <= 1:
             line = (red if diff > 0 else green) + line + reset
         lines.append(line)
+    mem = payload.get("memory") or {}
+    mb = (mem.get("baseline") or {}).get("peak_reserved_gb")
+    mt = (mem.get("target") or {}).get("peak_reserved_gb")
+    if mb or mt:
+        d = (mt or 0) - (mb or 0)
+        lines.append(f"{'Mem Usage (peak reserved, GB)':<{name_w}}{_num(mb):>12}{_num(mt):>12}{_num(d):>12}"
+                     f"{(_ratio(mt / mb) if mb else '-'):>8}")
+    bw = payload.get("bandwidth") or {}
+    for key, label in (("sdma_gbps", "SDMA Bandwidth (GB/s)"), ("rdma_gbps", "RDMA Bandwidth (GB/s)")):
+        vb, vt = (bw.get("baseline") or {}).get(key), (bw.get("target") or {}).get(key)
+        if vb or vt:
+            lines.append(f"{label:<{name_w}}{_num(vb):>12}{_num(vt):>12}{_num((vt or 0) - (vb or 0)):>12}{'':>8}")
     comm = payload.get("communication") or []
     if comm:
         lines.append("")

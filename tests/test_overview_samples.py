@@ -1,0 +1,69 @@
+"""The planted regressions of samples/ show in the overview with their planted sizes, and
+the route's JSON equals the CLI's JSON for the same pair."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from conftest import SAMPLES
+from test_plugin_routes import PREFIX, make_client
+
+EXPECTED = json.loads((SAMPLES / "expected.json").read_text())
+RUNS = {"baseline_gpu": ("baseline_gpu/worker0", SAMPLES / "baseline_gpu/worker0.pt.trace.json"),
+        "target_npu": ("target_npu/rank0_ascend_pt", SAMPLES / "target_npu/rank0_ascend_pt"),
+        "target_npu_v2": ("target_npu_v2/rank0_ascend_pt", SAMPLES / "target_npu_v2/rank0_ascend_pt")}
+
+
+def cli_json(base, target, *extra):
+    r = subprocess.run([sys.executable, "-m", "tb_compare_plugin.cli", str(RUNS[base][1]),
+                        str(RUNS[target][1]), "--json", "-", *extra], capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+def rows(payload):
+    return {m["name"]: m for m in payload["overall_metrics"]}
+
+
+@pytest.mark.parametrize("planted", EXPECTED["planted"], ids=lambda p: f"{p['id']}-{p['overview_row']}")
+def test_planted_time_regressions(planted):
+    target, base = (s.strip() for s in planted["pair"].split(" vs "))
+    payload = cli_json(base, target)
+    r = rows(payload)
+    if planted["overview_row"] == "Mem Usage":
+        mem = payload["memory"]
+        diff_gb = mem["target"]["peak_reserved_gb"] - mem["baseline"]["peak_reserved_gb"]
+        assert diff_gb * 1024 ** 3 == pytest.approx(planted["peak_bytes"], rel=0.02)
+        return
+    name = planted["overview_row"].split(" / ")[0]
+    assert r[name]["diff_ms"] == pytest.approx(planted["capture_us"] / 1000, rel=0.02)
+    if "wait_capture_us" in planted:
+        wait = r["Wait"]
+        assert wait["diff_ms"] == pytest.approx(planted["wait_capture_us"] / 1000, rel=0.02)
+
+
+def test_route_equals_cli():
+    c = make_client(SAMPLES)
+    q = f"baseline={RUNS['baseline_gpu'][0]}&target={RUNS['target_npu'][0]}"
+    r = c.get(PREFIX + "/compare/overall?" + q)
+    assert r.status_code == 200, r.get_data()[:300]
+    route = json.loads(r.get_data())
+    cli = cli_json("baseline_gpu", "target_npu")
+    assert route["overall_metrics"] == cli["overall_metrics"]
+    assert route["communication"] == cli["communication"]
+    assert route["notes"] == cli["notes"]
+    assert route["baseline"] == cli["baseline"] and route["target"] == cli["target"]
+
+
+def test_parts_add_up_to_e2e():
+    for base, target in (("baseline_gpu", "target_npu"), ("target_npu", "target_npu_v2")):
+        r = rows(cli_json(base, target))
+        for side in ("baseline", "target"):
+            parts = sum(r[n][side]["duration_ms"] for n in ("Computing Time", "Uncovered Communication Time",
+                                                            "Free Time") if n in r)
+            parts += r["Lccl"][side]["duration_ms"] if "Lccl" in r else 0.0
+            assert parts == pytest.approx(r["E2E Time"][side]["duration_ms"], abs=1e-6)
