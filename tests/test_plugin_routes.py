@@ -82,7 +82,8 @@ def test_corpus_workers_load_ok(tmp_path):
         else:
             assert s["device"] == "GPU"
     listing = {w["id"]: w for r in get_json(c, "/runs")["runs"] for w in r["workers"]}
-    assert all(w["status"] == "ok" for w in listing.values())
+    # loaded workers beyond the LRU bound are evicted (not_loaded again), never errors
+    assert all(w["status"] in ("ok", "not_loaded") for w in listing.values())
     assert listing["gpu/hta_cpu_only/rank34"]["device"] == "CPU"
     assert listing["npu/alexnet_ddp_2rank_level1/rank1_ascend_pt"]["steps"] == [50]
 

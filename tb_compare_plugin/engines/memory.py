@@ -180,9 +180,13 @@ def op_memory(profile, tree=None, step: int | None = None, details: bool = True,
     types = ops["input_types"].to_numpy()[rows] if n else np.zeros(0, np.int32)
     return pd.DataFrame({
         "op": rows, "node": top, "name": strings[ops["name"].to_numpy()[rows]] if n else np.zeros(0, object),
-        "input_shape": np.where(shapes > 0, strings[shapes], "N/A") if n else np.zeros(0, object),
-        "input_type": np.where(types > 0, strings[types], "N/A") if n else np.zeros(0, object),
-        "tid": tree.tid[top] if n else np.zeros(0, np.int64), "start_ns": tree.start[top] if n else np.zeros(0, np.int64),
+        # N/A when the op recorded neither (as the reference); "" when only the other one
+        "input_shape": np.where(shapes > 0, strings[shapes], np.where(types > 0, "", "N/A")) if n
+        else np.zeros(0, object),
+        "input_type": np.where(types > 0, strings[types], np.where(shapes > 0, "", "N/A")) if n
+        else np.zeros(0, object),
+        "tid": tree.tid[top] if n else np.zeros(0, np.int64),
+        "start_ns": tree.start[top] if n else np.zeros(0, np.int64),
         "size_kb": size, "duration_ms": dur, "n_allocs": cnt, "details": text})
 
 

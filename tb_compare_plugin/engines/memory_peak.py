@@ -35,9 +35,9 @@ def live_at(profile, t_ns: int) -> np.ndarray:
     return np.flatnonzero((a >= 0) & (a <= t_ns) & ((r < 0) | (r > t_ns)))
 
 
-def _alloc_ops(profile, rows: np.ndarray) -> np.ndarray:
+def _alloc_ops(profile, rows: np.ndarray, tree=None) -> np.ndarray:
     """Row in ops of the op each allocation was placed under (-1 none)."""
-    tree = op_tree(profile)
+    tree = tree if tree is not None else op_tree(profile)
     node = place_records(profile, tree)["node"].to_numpy()[rows]
     return np.where(node >= 0, tree.op_rows[np.maximum(node, 0)], -1) if tree.n else node
 
@@ -102,7 +102,7 @@ class _Modules:
         return p
 
 
-def side_attribution(profile, t_ns: int | None = None) -> tuple[pd.DataFrame, int | None]:
+def side_attribution(profile, t_ns: int | None = None, tree=None) -> tuple[pd.DataFrame, int | None]:
     """Live allocations at the side's peak: DataFrame(alloc, bytes, op_name, module) and t_peak."""
     cols = ["alloc", "bytes", "op_name", "module"]
     if t_ns is None:
@@ -112,7 +112,7 @@ def side_attribution(profile, t_ns: int | None = None) -> tuple[pd.DataFrame, in
     rows = live_at(profile, t_ns)
     ma = profile.mem_allocs
     strings = profile.symbols.as_array()
-    op = _alloc_ops(profile, rows)
+    op = _alloc_ops(profile, rows, tree)
     given = ma["name"].to_numpy()[rows]
     placed = np.where(op >= 0, profile.ops["name"].to_numpy()[np.maximum(op, 0)], 0) if len(profile.ops) else 0
     op_name = strings[np.where(given > 0, given, placed)]
@@ -144,15 +144,17 @@ def _group(df: pd.DataFrame, key: str, kind: str) -> pd.DataFrame:
     return g.rename(columns={key: "name"}).assign(kind=kind)
 
 
-def peak_attribution(base, target) -> pd.DataFrame:
+def peak_attribution(base, target, trees=None) -> pd.DataFrame:
     """Bytes live at each side's peak by op name and by module path, side by side.
 
     Columns: name, kind ("op" | "module"), b_bytes, t_bytes, diff_bytes (target − baseline),
     status (both | baseline_only | target_only), b_count, t_count; sorted by diff_bytes
     descending (modules before ops on ties).  ``df.attrs["peak"]`` holds each side's peak time.
+    ``trees``: the sides' ``optree.OpTree`` to reuse (built when not given).
     """
-    b, bt = side_attribution(base)
-    t, tt = side_attribution(target)
+    trees = trees or (None, None)
+    b, bt = side_attribution(base, tree=trees[0])
+    t, tt = side_attribution(target, tree=trees[1])
     parts = []
     for kind, key in (("module", "module"), ("op", "op_name")):
         gb, gt = _group(b, key, kind), _group(t, key, kind)
