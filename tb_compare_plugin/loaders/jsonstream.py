@@ -4,8 +4,8 @@
 finds the ``traceEvents`` array of the top-level object (or takes a top-level array), and hands the
 array to a caller-supplied ``decode(view)`` piece by piece: each ``view`` is a zero-copy
 ``memoryview`` that is itself a valid JSON array (``[ev, ev, ...]``) of whole events, roughly
-``chunk_bytes`` long.  Everything outside the array (``deviceProperties``, ``distributedInfo``,
-trailing keys ...) is decoded once at the end and returned as the ``outside`` dict.
+``chunk_bytes`` long (1 MB by default).  Everything outside the array (``deviceProperties``,
+``distributedInfo``, trailing keys ...) is decoded once and returned as the ``outside`` dict.
 
 How cuts are found: near each chunk target the reader takes the next ``}``-``,``-``{`` separator
 (with any whitespace).  Such a cut can sit inside a string (minified files) or inside a nested
@@ -18,6 +18,7 @@ not keep references into them (msgspec ``Raw`` values must be converted before i
 """
 from __future__ import annotations
 
+import gc
 import re
 import zlib
 from dataclasses import dataclass, field
@@ -28,9 +29,11 @@ import msgspec
 from .errors import LoadError
 
 GZIP_MAGIC = b"\x1f\x8b"
-READ_BLOCK = 4 << 20            # compressed / plain bytes read per call
-INFLATE_BLOCK = 16 << 20        # most decompressed bytes produced per inflate call
-DEFAULT_CHUNK = 48 << 20
+READ_BLOCK = 1 << 20            # compressed / plain bytes read per call
+INFLATE_BLOCK = 4 << 20         # most decompressed bytes produced per inflate call
+# Small chunks keep each chunk's decoded events cache-resident while they are turned into
+# columns: 1 MB chunks measured ~30% faster than 48 MB ones, and use less memory.
+DEFAULT_CHUNK = 1 << 20
 HEAD_LIMIT = 256 << 20          # the traceEvents key must appear within this many bytes
 
 _CUT = re.compile(rb"\}\s*,\s*\{")
@@ -94,7 +97,7 @@ class ByteSource:
             elif self._pending:
                 src, self._pending = self._pending, b""
             else:
-                src = self._f.read(READ_BLOCK)
+                src = self._f.read(READ_BLOCK if self.limit is None else 64 << 10)
                 self.raw_read += len(src)
                 if not src:
                     if not z.eof:
@@ -105,8 +108,9 @@ class ByteSource:
                 if not src.strip(b"\x00"):
                     continue
                 self._z = z = zlib.decompressobj(wbits=31)
+            cap = INFLATE_BLOCK if self.limit is None else max(1, min(INFLATE_BLOCK, self.limit - self.out))
             try:
-                out = z.decompress(src, INFLATE_BLOCK)
+                out = z.decompress(src, cap)
             except zlib.error:
                 raise self._inflate_error("corrupt") from None
             if z.eof and z.unused_data:
@@ -126,7 +130,7 @@ def _find_events_start(buf: bytes | bytearray, path: str, complete: bool) -> tup
     mode "array": the document is a top-level array (bracket at its first byte);
     mode "more": not found yet, read more.  Raises LoadError when it cannot be a trace.
     """
-    i = 0
+    i = 3 if buf[:3] == b"\xef\xbb\xbf" else 0      # UTF-8 byte order mark
     n = len(buf)
     while i < n and buf[i] in _WS:
         i += 1
@@ -184,6 +188,8 @@ def _decode_object_part(text: bytes, path: str, what: str) -> dict:
 def _head_dict(head: bytes, path: str) -> dict:
     """The top-level object's keys before "traceEvents" (``{ ... ,`` -> dict)."""
     h = head.rstrip()
+    if h.startswith(b"\xef\xbb\xbf"):
+        h = h[3:]
     if h.endswith(b","):
         h = h[:-1]
     return _decode_object_part(h + b"}", path, "before the traceEvents array")
@@ -211,6 +217,11 @@ class StreamResult:
     chunks: int = 0
 
 
+def _reason(msg: str) -> str:
+    """msgspec's 'JSON is malformed: invalid character (byte 12)' -> 'invalid character'."""
+    return msg.split(" (byte")[0].replace("JSON is malformed: ", "")
+
+
 def _error_offset(msg: str) -> Optional[int]:
     m = re.search(r"\(byte (\d+)\)", msg)
     return int(m.group(1)) if m else None
@@ -221,17 +232,16 @@ def iter_event_chunks(path: str, decode: Callable[[memoryview], Any], chunk_byte
                       result: Optional[StreamResult] = None) -> Iterator[Any]:
     """Yield ``decode(view)`` for consecutive chunks of the events array (see module doc).
 
-    ``decode`` may raise ``msgspec.DecodeError``; a truncation error means a bad cut (the chunk is
-    extended), any other is reported as malformed JSON at its absolute offset.  ``result`` (if given)
-    receives the outside keys once the generator is exhausted.
+    ``decode`` may raise ``msgspec.DecodeError``: truncation means a bad cut (the chunk is
+    extended), "trailing characters" means the array ended inside the span, anything else is
+    reported as malformed JSON at its absolute offset.  ``result`` (if given) receives the keys
+    outside the array once the generator is exhausted.
     """
     res = result if result is not None else StreamResult()
     src = ByteSource(path)
     try:
         buf = bytearray()
-        base = 0                      # absolute offset of buf[0]
-        # 1. the head: find the array
-        while True:
+        while True:                                   # 1. the head: find the array
             data = src.read()
             if data:
                 buf += data
@@ -240,117 +250,170 @@ def iter_event_chunks(path: str, decode: Callable[[memoryview], Any], chunk_byte
                 break
         res.mode = mode
         head_outside = _head_dict(bytes(buf[:key_at]), path) if mode == "object" else {}
-        cstart = lb                   # buf[cstart] may be overwritten with '['
-        target = chunk_bytes
+        st = _State(buf, lb, path, decode)
 
-        def run(end_exclusive: int) -> tuple[bool, Any]:
-            """Decode buf[cstart:end_exclusive] (buf[end-1] already ']').  (ok, value)."""
-            buf[cstart] = 0x5B
-            view = memoryview(buf)[cstart:end_exclusive]
-            try:
-                return True, decode(view)
-            except msgspec.DecodeError as e:
-                msg = str(e)
-                if "truncated" in msg:
-                    return False, None
-                off = _error_offset(msg)
-                where = f" at byte {_fmt(base + cstart + off)}" if off is not None else \
-                    f" in bytes {_fmt(base + cstart)}..{_fmt(base + end_exclusive)}"
-                raise LoadError(path, f"malformed JSON{where}: {msg.split(' (byte')[0]}") from None
-            except UnicodeDecodeError:
-                raise LoadError(path, f"the file is not valid UTF-8 text (somewhere in bytes "
-                                      f"{_fmt(base + cstart)}..{_fmt(base + end_exclusive)})") from None
-            finally:
-                view.release()
-
-        # 2. the body
-        search_from = cstart + target
+        search_from = st.cstart + chunk_bytes          # 2. the body, cut by cut
+        fails = 0
         while True:
-            if not src.eof and len(buf) - cstart < target + (1 << 20):
-                data = src.read()
-                if data:
-                    buf += data
+            buf = st.buf
+            if len(buf) < search_from and not src.eof:
+                st.feed(src.read())
                 continue
-            m = _CUT.search(buf, max(search_from, cstart + 1)) if not src.eof or True else None
-            if m is not None and (not src.eof or m.start() < len(buf)):
-                comma = buf.index(b",", m.start())
-                buf[comma] = 0x5D                       # ']'
-                ok, value = run(comma + 1)
-                if ok:
-                    res.chunks += 1
-                    yield value
-                    buf[comma] = 0x2C
-                    # drop consumed bytes; keep the ',' as the next chunk's '[' slot
-                    del buf[:comma]
-                    base += comma
-                    cstart = 0
-                    search_from = target
-                    if progress is not None:
-                        progress(src.fraction())
+            m = _CUT.search(buf, min(search_from, len(buf)))
+            if m is None:
+                if not src.eof:
+                    search_from = max(search_from, len(buf) - 4096)
+                    st.feed(src.read())
                     continue
-                buf[comma] = 0x2C
-                # bad cut (inside a string / nested object): grow the span and try later
-                span = m.end() - cstart
-                search_from = cstart + max(span + 1, 2 * span if span > target else span + 1)
-                if len(buf) < search_from and not src.eof:
-                    data = src.read()
-                    if data:
-                        buf += data
-                continue
-            if not src.eof:
-                data = src.read()
-                if data:
-                    buf += data
-                continue
-            # 3. end of input: the rest holds the last events, ']' and the object's tail
-            tail_outside = _finish(buf, cstart, res, path, base, run, mode)
-            if tail_outside is _NO_EVENTS_LEFT:
-                tail_outside = {}
-            else:
-                ok_value, tail_outside = tail_outside
+                break
+            comma = buf.index(b",", m.start())
+            status, value = st.run(comma)
+            if status == "ok":
                 res.chunks += 1
-                yield ok_value
-            res.outside = {**head_outside, **tail_outside}
-            res.total_bytes = base + len(buf)
-            if progress is not None:
-                progress(1.0)
-            return
+                yield value
+                st.consume(comma)
+                search_from = st.cstart + chunk_bytes
+                fails = 0
+                if progress is not None:
+                    progress(src.fraction())
+                continue
+            if status == "trailing":                  # the array ended before this cut
+                break
+            fails += 1                                # bad cut: inside a string or nested object
+            span = m.end() - st.cstart
+            search_from = m.end() if fails == 1 else st.cstart + 2 * span
+        while not src.eof:                            # 3. the rest: last events, ']', tail
+            st.feed(src.read())
+        last = _finish(st, mode, path)
+        if last is not None:
+            value, tail_outside = last
+            res.chunks += 1
+            yield value
+        else:
+            tail_outside = st.tail_outside
+        res.outside = {**head_outside, **tail_outside}
+        res.total_bytes = st.base + len(st.buf)
+        if progress is not None:
+            progress(1.0)
     finally:
         src.close()
 
 
-_NO_EVENTS_LEFT = object()
+class _State:
+    """The buffer, the absolute offset of its first byte and the start of the next chunk."""
+
+    def __init__(self, buf: bytearray, cstart: int, path: str, decode) -> None:
+        self.buf = buf
+        self.base = 0
+        self.cstart = cstart          # buf[cstart] is '[' or the ',' before the next event
+        self.path = path
+        self.decode = decode
+        self.tail_outside: dict = {}
+
+    def feed(self, data: bytes) -> None:
+        if data:
+            self.buf += data
+
+    def consume(self, comma: int) -> None:
+        """Drop the bytes of a decoded chunk; the ',' at ``comma`` becomes the next '[' slot."""
+        del self.buf[:comma]
+        self.base += comma
+        self.cstart = 0
+
+    def run(self, close: int) -> tuple[str, Any]:
+        """Decode buf[cstart:close+1] with '[' and ']' written over its first and last byte."""
+        buf = self.buf
+        saved_open, saved_close = buf[self.cstart], buf[close]
+        buf[self.cstart] = 0x5B
+        buf[close] = 0x5D
+        view = memoryview(buf)[self.cstart:close + 1]
+        try:
+            return "ok", self.decode(view)
+        except msgspec.DecodeError as e:
+            msg = str(e)
+            if "truncated" in msg:
+                return "truncated", None
+            if "trailing characters" in msg:
+                return "trailing", None
+            off = _error_offset(msg)
+            where = (f" at byte {_fmt(self.base + self.cstart + off)}" if off is not None else
+                     f" in bytes {_fmt(self.base + self.cstart)}..{_fmt(self.base + close)}")
+            raise LoadError(self.path, f"malformed JSON{where}: {_reason(msg)}") from None
+        except UnicodeDecodeError:
+            span = f"{_fmt(self.base + self.cstart)}..{_fmt(self.base + close)}"
+            raise LoadError(self.path, f"the file is not valid UTF-8 text (in bytes {span})") from None
+        finally:
+            buf[close] = saved_close
+            buf[self.cstart] = saved_open
+            self._release(view)
+
+    def _release(self, view: memoryview) -> None:
+        """Release the chunk view; if ``decode`` leaked a reference into it, continue on a copy."""
+        try:
+            view.release()
+        except BufferError:
+            gc.collect()
+            try:
+                view.release()
+            except BufferError:
+                self.buf = bytearray(self.buf)
 
 
-def _finish(buf: bytearray, cstart: int, res: StreamResult, path: str, base: int, run, mode: str):
-    """Find the array's closing bracket in the final buffer and decode the last chunk."""
-    # empty remainder: '[' (or ',') followed by whitespace and ']'
-    j = cstart + 1
+def _finish(st: _State, mode: str, path: str):
+    """Find the array's closing bracket in the final buffer; decode the last events.
+
+    Returns (value, tail dict), or None when no event is left (tail in ``st.tail_outside``).
+    """
+    buf = st.buf
     n = len(buf)
+    j = st.cstart + 1
     while j < n and buf[j] in _WS:
         j += 1
-    if j < n and buf[j] == 0x5D:
+    if j < n and buf[j] == 0x5D:                      # nothing but ']' left
         tail = _check_tail(bytes(buf[j + 1:]), mode, path)
         if tail is not None:
-            if buf[cstart] == 0x2C:
-                raise LoadError(path, f"malformed JSON at byte {_fmt(base + cstart)}: a ',' before ']'")
-            return _NO_EVENTS_LEFT
-    cands = [m.end() - 1 for m in _ARRAY_END.finditer(buf, cstart)]
-    last_err = None
-    for p in reversed(cands):
+            if buf[st.cstart] == 0x2C:
+                raise LoadError(path, f"malformed JSON at byte {_fmt(st.base + st.cstart)}: ',' before ']'")
+            st.tail_outside = tail
+            return None
+    for m in reversed(list(_ARRAY_END.finditer(buf, st.cstart))):
+        p = m.end() - 1
         tail = _check_tail(bytes(buf[p + 1:]), mode, path)
         if tail is None:
             continue
-        try:
-            ok, value = run(p + 1)
-        except LoadError as e:
-            last_err = e
-            continue
-        if ok:
+        status, value = st.run(p)
+        if status == "ok":
             return value, tail
-    if last_err is not None:
-        raise last_err
-    _raise_trunc(path, base + n)
+    _explain_unclosed(st, mode, path)
+
+
+def _explain_unclosed(st: _State, mode: str, path: str):
+    """The remainder cannot be closed as the events array + the object's tail: say why."""
+    buf = st.buf
+    rest = b"[" + bytes(buf[st.cstart + 1:])
+    where = st.base + st.cstart           # rest[i] is at absolute offset where + i
+    try:
+        items = msgspec.json.decode(rest)
+    except UnicodeDecodeError:
+        raise LoadError(path, "the file is not valid UTF-8 text (near its end)") from None
+    except msgspec.DecodeError as e:
+        msg = str(e)
+        off = _error_offset(msg)
+        if "truncated" in msg or off is None:
+            _raise_trunc(path, st.base + len(buf))
+        if "trailing characters" in msg:
+            try:
+                items = msgspec.json.decode(rest[:off])
+            except msgspec.DecodeError:
+                items = []
+            if all(isinstance(x, dict) for x in items):
+                raise LoadError(path, "malformed JSON after the traceEvents array "
+                                      f"(byte {_fmt(where + off)})") from None
+        else:
+            raise LoadError(path, f"malformed JSON at byte {_fmt(where + off)}: {_reason(msg)}") from None
+    if mode == "object" and all(isinstance(x, dict) for x in items):
+        _raise_trunc(path, st.base + len(buf), where="after the traceEvents array, before the closing '}'")
+    raise LoadError(path, "not a trace: the traceEvents array does not hold event objects")
 
 
 def _check_tail(tail: bytes, mode: str, path: str) -> Optional[dict]:
@@ -359,11 +422,13 @@ def _check_tail(tail: bytes, mode: str, path: str) -> Optional[dict]:
     return _tail_dict(tail, path)
 
 
-def read_head(path: str, limit: int = 256 << 10) -> tuple[str, dict, bytes]:
-    """Cheap look at a trace: (mode, outside keys seen before the array, first bytes of the array).
+def read_head(path: str, limit: int = 256 << 10, tail: int = 64 << 10) -> tuple[str, dict, bytes, bytes]:
+    """Cheap look at a trace: (mode, keys before the array, window bytes, tail bytes).
 
-    mode is "object"/"array", or "unknown" when no events array was found within ``limit`` bytes.
-    Raises LoadError for files that cannot be traces (empty, not JSON, object without traceEvents).
+    Reads at most ``limit`` decompressed bytes from the start; for a plain (not gzip) file longer
+    than that, also its last ``tail`` bytes (keys written after the array live there).  mode is
+    "object"/"array", or "unknown" when no events array starts within the window.  Raises
+    LoadError for files that cannot be traces (empty, not JSON, an object without traceEvents).
     """
     src = ByteSource(path, limit=limit)
     try:
@@ -373,11 +438,15 @@ def read_head(path: str, limit: int = 256 << 10) -> tuple[str, dict, bytes]:
             if not data:
                 break
             buf += data
-        complete = src.eof and src.out < limit
+        complete = src.out < limit or (not src.gzip and src.size <= limit)
+        end = b""
+        if not src.gzip and src.size > limit:
+            src._f.seek(max(limit, src.size - tail))
+            end = src._f.read(tail)
         mode, key_at, lb = _find_events_start(buf, path, complete=complete)
         if mode == "more":
-            return "unknown", {}, b""
+            return "unknown", {}, bytes(buf), end
         head = _head_dict(bytes(buf[:key_at]), path) if mode == "object" else {}
-        return mode, head, bytes(buf[lb:])
+        return mode, head, bytes(buf[lb:]), end
     finally:
         src.close()
