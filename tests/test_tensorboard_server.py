@@ -2,7 +2,9 @@
 sample runs, survives a broken run, and never writes into the logdir."""
 from __future__ import annotations
 
+import json
 import os
+import urllib.error
 import shutil
 import stat
 
@@ -47,11 +49,19 @@ def test_real_tensorboard_lists_samples(tmp_path):
                 tb.get_json("/data/plugin/profile_compare/runs")))
             names = {r["name"] for r in body["runs"]}
             assert {"baseline_gpu", "target_npu", "broken_run"} <= names
-            w = [w for r in body["runs"] for w in r["workers"] if r["name"] == "broken_run"][0]
-            tb.get_json("/data/plugin/profile_compare/worker?id=" + w["id"]) if False else None
-            status, _ = tb.get("/data/plugin/profile_compare/static/index.js") if os.path.exists(
-                os.path.join(os.path.dirname(__file__), "..", "tb_compare_plugin", "static", "index.js")) else (200, b"")
-            assert status == 200
+            bad = [w for r in body["runs"] for w in r["workers"] if r["name"] == "broken_run"][0]
+            try:
+                tb.get("/data/plugin/profile_compare/worker?id=" + bad["id"])
+                raise AssertionError("a truncated trace must not load")
+            except urllib.error.HTTPError as e:
+                assert e.code == 422 and "w.pt.trace.json" in json.loads(e.read())["error"]
+            q = "baseline=baseline_gpu/worker0&target=target_npu/rank0_ascend_pt"
+            over = tb.get_json("/data/plugin/profile_compare/compare/overall?" + q)
+            assert any(m["name"] == "E2E Time" for m in over["overall_metrics"])
+            static = os.path.join(os.path.dirname(__file__), "..", "tb_compare_plugin", "static", "index.js")
+            if os.path.exists(static):
+                status, js = tb.get("/data/plugin/profile_compare/static/index.js")
+                assert status == 200 and b"render" in js
             assert tb.alive()
         assert _snapshot(logdir) == before
     finally:
