@@ -7,12 +7,12 @@ near-linear anchored approximation on large ones:
 1. the common prefix and suffix are matched outright;
 2. a range with at most ``DP_CELLS`` cells is solved exactly (numpy row-wise LCS, earliest
    matches preferred);
-3. a larger range is anchored: every key that occurs equally often in both sub-sequences pairs
-   its k-th occurrences (a key unique in both is the patience-diff special case); the longest
-   increasing chain of those pairs (LIS, O(k log k)) becomes the anchors, and the gaps between
-   anchors are aligned recursively with their own key counts;
-4. a large range with no such key falls back to a greedy walk (next occurrence within a
-   look-ahead window).
+3. a larger range is anchored: the k-th occurrences of each common key are paired, counted from
+   the start and (when the counts differ) from the end (a key unique in both is the patience-diff
+   case); the longest increasing chain of those pairs (LIS, O(k log k)) becomes the anchors, and
+   the gaps between anchors are aligned recursively with their own key counts;
+4. after MAX_DEPTH anchoring rounds a still-large gap falls back to a greedy walk (next
+   occurrence within a look-ahead window).
 
 :func:`align` returns the rows in the reference's order: within each block, the unmatched
 baseline items before it, then the unmatched target items, then the matched pairs; trailing

@@ -26,7 +26,7 @@ from ..comparison import Options
 from ..model.intervals import nest
 from .align import align, unmatched
 from .name_map import NameMapper
-from .optree import OpTree, none_for_missing
+from .optree import OpTree, none_for_missing, preorder
 from .sidebyside import BASE_ONLY, BOTH, TARGET_ONLY, ratio
 
 REFERENCE_HEADERS_ROWS = ["Order Id", "Module Class", "Module Level", "Module Name", "Operator Name",
@@ -55,17 +55,8 @@ def use_module_sheets(base, target, disable_module: bool = False) -> bool:
 def _forest(start: np.ndarray, end: np.ndarray):
     """Nest intervals by time (one group): pre-order permutation, parent and subtree size."""
     start, end = np.asarray(start, np.int64), np.asarray(end, np.int64)
-    par, dep = nest(start, end)
-    order = np.lexsort((-(end - start), start))
-    pos = np.empty(len(start), np.int64)
-    pos[order] = np.arange(len(start))
-    p = par[order]
-    parent = np.where(p >= 0, pos[np.maximum(p, 0)], -1)
-    depth = dep[order].astype(np.int64)
-    size = np.ones(len(start), np.int64)
-    for d in range(int(depth.max()) if len(depth) else 0, 0, -1):
-        at = np.flatnonzero(depth == d)
-        np.add.at(size, parent[at], size[at])
+    par, _ = nest(start, end)
+    order, parent, _, size = preorder(par, start, end - start)
     return order, parent, size
 
 
@@ -126,7 +117,7 @@ def build_modules(profile, tree: OpTree | None = None, step: int | None = None) 
     if window is not None:
         w = (f_start >= window[0]) & (f_start <= window[1])
         f_start, f_end, f_name = f_start[w], f_end[w], f_name[w]
-    order, f_par, _ = _forest(f_start, f_end)
+    order, f_par, f_size = _forest(f_start, f_end)
     f_start, f_end, f_name = f_start[order], f_end[order], f_name[order].tolist()
     f_path = _paths(f_par, f_name)
     # ---- backward events: the autograd op at each fwdbwd flow end, on the bwd pid
@@ -149,7 +140,7 @@ def build_modules(profile, tree: OpTree | None = None, step: int | None = None) 
             if window is not None:
                 w = (b_start >= window[0]) & (b_start <= window[1])
                 b_start, b_end, b_name = b_start[w], b_end[w], b_name[w]
-    border, b_par, _ = _forest(b_start, b_end)
+    border, b_par, b_size = _forest(b_start, b_end)
     b_start, b_end = np.asarray(b_start)[border], np.asarray(b_end)[border]
     b_name = [b_name[i] for i in border.tolist()]
     b_path = _paths(b_par, b_name)
@@ -167,14 +158,9 @@ def build_modules(profile, tree: OpTree | None = None, step: int | None = None) 
     self_ns = np.zeros(n, np.int64)
     for cr in (credit_f, credit_b):
         np.add.at(self_ns, cr[cr >= 0], dur[cr >= 0])
-    total_ns = self_ns.copy()
-    depth = np.zeros(n, np.int64)
-    for i in range(n):                      # pre-order: parents come first
-        if parent[i] >= 0:
-            depth[i] = depth[parent[i]] + 1
-    for d in range(int(depth.max()) if n else 0, 0, -1):
-        at = np.flatnonzero(depth == d)
-        np.add.at(total_ns, parent[at], total_ns[at])
+    cum = np.concatenate([[0], np.cumsum(self_ns)])        # both forests are pre-ordered blocks
+    ids = np.arange(n)
+    total_ns = cum[ids + np.concatenate([f_size, b_size]).astype(np.int64)] - cum[ids]
     # ---- host ops into modules (strict containment), top-level ops per module
     skip = tree.is_step | np.isin(tree.name, opt_ids)
     nodes = np.flatnonzero(~skip)
@@ -310,15 +296,15 @@ class ModuleResult:
 
 def _module_info(side: ModuleSide, m):
     raw = side.raw_path[m]
-    return {"raw_path": raw, "path": _clean(raw), "level": raw.count("/"),
+    return {"raw_path": raw, "path": _clean(raw), "depth": raw.count("/"),
             "raw_class": _ref_class(side.raw_name[m]), "module_class": _clean(_ref_class(side.raw_name[m])),
             "module": _clean(side.raw_name[m].split("/")[-1]),
             "phase": "backward" if m >= side.n_fwd else "forward"}
 
 
-def _op_cs(side: ModuleSide, node: int) -> str:
-    cs = side.tree.profile.symbols.string(side.tree.profile.ops["call_stack"].to_numpy()[side.tree.op_rows[node]])
-    return cs or "N/A"
+def _op_cs(side: ModuleSide, node: int) -> str | None:
+    prof = side.tree.profile
+    return prof.symbols.string(prof.ops["call_stack"].to_numpy()[side.tree.op_rows[node]]) or None
 
 
 def compare_modules(base, target, options: Options | None = None) -> ModuleResult:
@@ -350,7 +336,6 @@ def compare_modules(base, target, options: Options | None = None) -> ModuleResul
         for x, y in zip(ai.tolist(), ti.tolist()):
             bv = bs.op_self_ns(b, int(bo[x])) / 1e3 if x >= 0 else 0.0
             tv = ts.op_self_ns(t, int(to[y])) / 1e3 if y >= 0 else 0.0
-            show_cs = round(tv - bv, 2) > 0
             rows.append({"name": bnames[x] if x >= 0 else tnames[y], "pair": k, "kind": "op", **info,
                          "b_op_name": bnames[x] if x >= 0 else None, "t_op_name": tnames[y] if y >= 0 else None,
                          "b_kernel_details": bs.op_details(b, int(bo[x])) if x >= 0 else None,
@@ -358,8 +343,8 @@ def compare_modules(base, target, options: Options | None = None) -> ModuleResul
                          "b_self_us": bv, "b_total_us": np.nan, "t_self_us": tv, "t_total_us": np.nan,
                          "diff_total_us": np.nan, "diff_self_us": tv - bv, "diff_us": tv - bv,
                          "diff_ratio": float(ratio([tv], [bv])[0]),
-                         "b_call_stack": _op_cs(bs, int(bo[x])) if x >= 0 and show_cs else None,
-                         "t_call_stack": _op_cs(ts, int(to[y])) if y >= 0 and show_cs else None,
+                         "b_call_stack": _op_cs(bs, int(bo[x])) if x >= 0 else None,
+                         "t_call_stack": _op_cs(ts, int(to[y])) if y >= 0 else None,
                          "status": BOTH if x >= 0 and y >= 0 else (BASE_ONLY if x >= 0 else TARGET_ONLY)})
         # statistic groups, keyed by mapped path, in the reference's insertion order
         for side, m, slot in ((bs, b, 0), (ts, t, 1)):
@@ -434,23 +419,25 @@ def _none(s):
 def reference_rows_rows(df: pd.DataFrame) -> list[list]:
     out = []
     for i, r in enumerate(df.itertuples(index=False), 1):
-        head = [i, r.raw_class, r.level, r.raw_path.replace("nn.Module:", "")]
+        head = [i, r.raw_class, r.depth, r.raw_path.replace("nn.Module:", "")]
         if r.kind == "module":
             out.append(head + ["TOTAL", None, r.b_self_us, r.b_total_us, "TOTAL", None, r.t_self_us, r.t_total_us,
                                round(r.t_total_us - r.b_total_us, 2), round(r.t_self_us - r.b_self_us, 2),
                                _ref_ratio(r.t_total_us, r.b_total_us), _none(r.b_call_stack), _none(r.t_call_stack)])
-        else:
+        else:   # op call stacks only where the op got slower, "N/A" when it has none
+            diff = round(r.t_self_us - r.b_self_us, 2)
+            cs = [(_none(c) or "N/A") if diff > 0 and _none(op) else None
+                  for c, op in ((r.b_call_stack, r.b_op_name), (r.t_call_stack, r.t_op_name))]
             out.append(head + [_none(r.b_op_name), _none(r.b_kernel_details), r.b_self_us, None,
                                _none(r.t_op_name), _none(r.t_kernel_details), r.t_self_us, None, None,
-                               round(r.t_self_us - r.b_self_us, 2), _ref_ratio(r.t_self_us, r.b_self_us),
-                               _none(r.b_call_stack), _none(r.t_call_stack)])
+                               diff, _ref_ratio(r.t_self_us, r.b_self_us), *cs])
     return out
 
 
 def reference_rows_stats(df: pd.DataFrame) -> list[list]:
     out = []
     for i, r in enumerate(df.itertuples(index=False), 1):
-        head = [i, r.raw_class, r.level, r.raw_path.replace("nn.Module:", "")]
+        head = [i, r.raw_class, r.depth, r.raw_path.replace("nn.Module:", "")]
         if r.kind == "module":
             out.append(head + ["[ TOTAL ]", None, r.b_self_ms, r.b_number, r.b_total_ms, None, r.t_self_ms,
                                r.t_number, r.t_total_ms, round(r.t_total_ms - r.b_total_ms, 2),

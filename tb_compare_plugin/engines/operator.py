@@ -68,6 +68,8 @@ def _segments(tree: OpTree, nodes: np.ndarray) -> list[tuple[bool, np.ndarray]]:
 def _pair_segments(bseg, tseg):
     """Segment pairing of spec c.3 step 2: (base nodes, target nodes, is_bwd) per pair."""
     empty = np.zeros(0, np.int64)
+    if not bseg and not tseg:
+        return []
     if not bseg or not tseg:
         return [(np.concatenate([s for _, s in bseg]) if bseg else empty,
                  np.concatenate([s for _, s in tseg]) if tseg else empty,
@@ -153,7 +155,8 @@ def _side(tree: OpTree, nodes: np.ndarray, prefix: str) -> dict:
         f"{prefix}_name": tree.strings("name", nodes),
         f"{prefix}_input_shape": tree.strings("input_shapes", nodes),
         f"{prefix}_input_type": tree.strings("input_types", nodes),
-        f"{prefix}_kernel_details": np.array(tree.details_many(nodes), dtype=object),
+        f"{prefix}_kernel_details": np.array([d if k >= 0 else None for d, k in
+                                              zip(tree.details_many(nodes), nodes.tolist())], dtype=object),
         f"{prefix}_device_us": dev,
         f"{prefix}_kernel_count": np.where(have, tree.kernel_num[safe] if tree.n else 0, 0).astype(np.int64),
         f"{prefix}_op": np.where(have, tree.op_rows[safe] if tree.n else -1, -1).astype(np.int64),

@@ -34,6 +34,94 @@ def none_for_missing(df: pd.DataFrame) -> pd.DataFrame:
     return df
 
 
+def preorder(parent: np.ndarray, start: np.ndarray, dur: np.ndarray):
+    """Pre-order layout of a forest given by ``parent`` (row indices, -1 = root).
+
+    Siblings (and roots) are ordered by start, longer first, then row.  Returns
+    (order, parent, depth, size) with order[k] = the row at pre-order position k and the other
+    arrays indexed by position; the subtree of position k is [k, k + size[k]).
+    """
+    n = len(parent)
+    parent = np.asarray(parent, np.int64)
+    depth = np.zeros(n, np.int64)
+    has = parent >= 0
+    for _ in range(n + 1):                      # depth top-down, one level per pass
+        nd = np.where(has, depth[np.maximum(parent, 0)] + 1, 0)
+        if np.array_equal(nd, depth):
+            break
+        depth = nd
+    size = np.ones(n, np.int64)
+    for d in range(int(depth.max()) if n else 0, 0, -1):
+        at = np.flatnonzero(depth == d)
+        np.add.at(size, parent[at], size[at])
+    # offset of each node inside its parent's block: exclusive cumsum of earlier siblings' sizes
+    sib = np.lexsort((np.arange(n), -np.asarray(dur), np.asarray(start), parent))
+    ps = parent[sib]
+    csum = np.cumsum(size[sib]) - size[sib]
+    first = np.r_[True, ps[1:] != ps[:-1]] if n else np.zeros(0, bool)
+    group_base = np.maximum.accumulate(np.where(first, csum, 0))
+    offset = np.empty(n, np.int64)
+    offset[sib] = csum - group_base
+    pos = np.zeros(n, np.int64)
+    for d in range(int(depth.max()) + 1 if n else 0):
+        at = np.flatnonzero(depth == d)
+        pos[at] = offset[at] if d == 0 else pos[parent[at]] + 1 + offset[at]
+    order = np.empty(n, np.int64)
+    order[pos] = np.arange(n)
+    ppos = np.where(has, pos[np.maximum(parent, 0)], -1)
+    return order, ppos[order], depth[order], size[order]
+
+
+def adopt(parent, start, end, tid, is_annotation, is_step) -> np.ndarray:
+    """Hang each thread root under the innermost user annotation of another thread that holds it.
+
+    Per-thread nesting leaves the autograd thread's ops as roots although they run inside the
+    main thread's ``## backward ##`` / ``ProfilerStep#N`` annotations; annotations are phase
+    markers, so the work of other threads inside a phase belongs to it.  Plain operators never
+    adopt (that is the reference's cross-thread false nesting, spec f.11).
+    """
+    parent = np.array(parent, np.int64)
+    roots = np.flatnonzero((parent < 0) & ~is_step)
+    ann = np.flatnonzero(is_annotation)
+    if not len(roots) or not len(ann):
+        return parent
+    # nearest annotation ancestor of each annotation (same thread)
+    is_ann = np.zeros(len(parent), bool)
+    is_ann[ann] = True
+    up = parent[ann].copy()
+    for _ in range(len(parent)):
+        live = (up >= 0) & ~is_ann[np.maximum(up, 0)]
+        if not live.any():
+            break
+        up[live] = parent[up[live]]
+    ann_up = np.full(len(parent), -1, np.int64)
+    ann_up[ann] = up
+    best = np.full(len(roots), -1, np.int64)
+    for t in np.unique(tid[ann]).tolist():
+        a = ann[tid[ann] == t]
+        a = a[np.lexsort((-(end[a] - start[a]), start[a]))]
+        slot = np.full(len(parent), -1, np.int64)
+        slot[a] = np.arange(len(a))
+        r = np.flatnonzero(tid[roots] != t)
+        rr = roots[r]
+        idx = np.searchsorted(start[a], start[rr], side="right") - 1
+        for _ in range(len(a) + 1):
+            live = idx >= 0
+            node = a[np.maximum(idx, 0)]
+            bad = live & ((end[node] < end[rr]) | ((end[node] - start[node]) <= (end[rr] - start[rr])))
+            if not bad.any():
+                break
+            up_node = ann_up[node[bad]]
+            idx[bad] = np.where(up_node >= 0, slot[np.maximum(up_node, 0)], -1)
+        found = idx >= 0
+        cand = np.where(found, a[np.maximum(idx, 0)], -1)
+        cur = np.maximum(best[r], 0)
+        better = found & ((best[r] < 0) | ((end[cand] - start[cand]) < (end[cur] - start[cur])))
+        best[r[better]] = cand[better]
+    parent[roots[best >= 0]] = best[best >= 0]
+    return parent
+
+
 class OpTree:
     """Pre-ordered host-op forest of one profile with the device events under each node."""
 
@@ -46,26 +134,20 @@ class OpTree:
         start = ops["start_ns"].to_numpy()[sel]
         dur = np.maximum(ops["dur_ns"].to_numpy()[sel], 0)
         tid = ops["tid"].to_numpy()[sel]
-        par_local, depth = nest(start, start + dur, tid)
-        order = np.lexsort((-dur, start, tid))            # nest()'s order, i.e. pre-order
-        pos = np.empty(len(sel), dtype=np.int64)
-        pos[order] = np.arange(len(sel))
+        names = ops["name"].to_numpy()[sel]
+        step_ids = sym.ids_matching(lambda s: STEP_MARK in s)
+        annot_ids = sym.ids_matching(lambda s: s.lower() == "user_annotation")
+        par, _ = nest(start, start + dur, tid)
+        par = adopt(par, start, start + dur, tid, np.isin(ops["cat"].to_numpy()[sel], annot_ids),
+                    np.isin(names, step_ids))
+        order, self.parent, self.depth, self.size = preorder(par, start, dur)
         n = len(sel)
         self.n = n
         self.op_rows = sel[order]
         self.start = start[order]
         self.end = (start + dur)[order]
         self.tid = tid[order]
-        self.depth = depth[order].astype(np.int64)
-        p = par_local[order]
-        self.parent = np.where(p >= 0, pos[np.maximum(p, 0)], -1)
-        self.name = ops["name"].to_numpy()[self.op_rows]
-        # subtree sizes, deepest level first
-        size = np.ones(n, dtype=np.int64)
-        for d in range(int(self.depth.max()) if n else 0, 0, -1):
-            at = np.flatnonzero(self.depth == d)
-            np.add.at(size, self.parent[at], size[at])
-        self.size = size
+        self.name = names[order]
         # any ops row -> node: itself, else its nearest host-op ancestor (enqueue/dequeue rows)
         node_of = np.full(len(ops), -1, dtype=np.int64)
         node_of[self.op_rows] = np.arange(n)
@@ -84,7 +166,7 @@ class OpTree:
                 cur[todo] = nxt
                 todo = todo[nxt >= 0]
         self.node_of_op = node_of
-        self.is_step = np.isin(self.name, sym.ids_matching(lambda s: STEP_MARK in s))
+        self.is_step = np.isin(self.name, step_ids)
         self._attach_device()
 
     # ------------------------------------------------------------------ device events
@@ -98,6 +180,10 @@ class OpTree:
         c = prof.comm_ops
         cc = c[(c["launch_op"].to_numpy() >= 0) & (c["kernel"].to_numpy() < 0)]
         launch = np.concatenate([kk["launch_op"].to_numpy(), cc["launch_op"].to_numpy()]).astype(np.int64)
+        ttype = kk["task_type"].to_numpy()
+        if prof.meta.format.endswith("-db"):      # DB: the compute task's own type (AI_VECTOR_CORE...)
+            core = kk["accel_core"].to_numpy()
+            ttype = np.where(core > 0, core, ttype)
         nk, nc = len(kk), len(cc)
         dev = pd.DataFrame({
             "node": self.node_of_op[launch] if len(launch) else np.zeros(0, np.int64),
@@ -106,7 +192,7 @@ class OpTree:
             "dur_ns": np.concatenate([kk["dur_ns"].to_numpy(), cc["dur_ns"].to_numpy()]),
             "name": np.concatenate([kk["name"].to_numpy(), cc["name"].to_numpy()]),
             "task_id": np.concatenate([kk["task_id"].to_numpy(), np.full(nc, -1, np.int64)]),
-            "task_type": np.concatenate([kk["task_type"].to_numpy(), np.zeros(nc, np.int32)]),
+            "task_type": np.concatenate([ttype, np.zeros(nc, np.int32)]),
             "input_shapes": np.concatenate([kk["input_shapes"].to_numpy(), np.zeros(nc, np.int32)]),
             "source": np.concatenate([np.zeros(nk, np.int8), np.ones(nc, np.int8)]),  # 0 kernel, 1 comm
             "row": np.concatenate([kk.index.to_numpy(), cc.index.to_numpy()]).astype(np.int64),
