@@ -20,7 +20,6 @@ setup(
         "werkzeug>=2.0",
         "numpy>=1.22",
         "pandas>=1.5",
-        "xlsxwriter>=3.0",
         "msgspec>=0.18",
     ],
     extras_require={

@@ -39,6 +39,26 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--raw", dest="per_step", action="store_const", const=False,
                    help="never divide by the step count (the reference's figures)")
     p.add_argument("--json", metavar="FILE", help="write the whole result as JSON to FILE ('-' for stdout)")
+    p.add_argument("--xlsx", metavar="FILE", help="write the comparison workbook (the reference's sheets, "
+                                                  "then ours) to FILE")
+    e = p.add_argument_group("workbook contents (like msprof-analyze compare; none given = all)")
+    for name, what in (("profiling", "overall time split (OverallMetrics)"),
+                       ("operator", "operator / module comparison"), ("memory", "memory comparison"),
+                       ("communication", "communication comparison"), ("api", "API comparison"),
+                       ("kernel", "kernel comparison")):
+        e.add_argument(f"--enable-{name}-compare", action="store_true", help=f"include the {what}")
+    e.add_argument("--disable-details", action="store_true",
+                   help="no detail sheets (OperatorCompare, ModuleCompare, MemoryCompare) and no op matching")
+    e.add_argument("--disable-module", action="store_true",
+                   help="operator sheets even when both sides have nn.Module data")
+    m = p.add_argument_group("operator matching")
+    m.add_argument("--op-name-map", metavar="MAP",
+                   help="rename ops before matching: a JSON/YAML file or an inline dict, e.g. "
+                        "\"{'aten::npu_linear': 'aten::linear'}\" (applies to module names too)")
+    m.add_argument("--use-input-shape", action="store_true", help="match ops by name and input shapes")
+    m.add_argument("--max-kernel-num", type=int, metavar="N",
+                   help="compare the children of matched ops that launch more than N kernels (N > 3)")
+    m.add_argument("--gpu-flow-cat", metavar="CAT", help="flow event category linking GPU ops to kernels")
     p.add_argument("--wide", action="store_true", help="wider table with counts and group names")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     p.add_argument("--quiet", "-q", action="store_true", help="do not print the overview table")
@@ -100,6 +120,30 @@ class Progress:
             sys.stderr.flush()
 
 
+def make_options(args):
+    from .comparison import Options
+    from .engines.name_map import parse_name_map
+    if args.max_kernel_num is not None and args.max_kernel_num <= 3:
+        raise CliError("--max-kernel-num must be greater than 3")
+    if args.gpu_flow_cat is not None and not (0 < len(args.gpu_flow_cat) <= 64):
+        raise CliError("--gpu-flow-cat must be 1 to 64 characters")
+    try:
+        name_map = parse_name_map(args.op_name_map) if args.op_name_map else ()
+    except Exception as e:  # noqa: BLE001 - YAML/JSON parser errors of any kind
+        raise CliError(f"--op-name-map: not a valid name map ({' '.join(str(e).split())[:200]})")
+    return Options(base_step=args.base_step, target_step=args.target_step, per_step=args.per_step,
+                   op_name_map=name_map, use_input_shape=args.use_input_shape,
+                   max_kernel_num=args.max_kernel_num, gpu_flow_cat=args.gpu_flow_cat,
+                   disable_details=args.disable_details, disable_module=args.disable_module)
+
+
+def selected_sheets(args):
+    chosen = {eng for flag, eng in (("profiling", "overall"), ("operator", "operator"), ("memory", "memory"),
+                                    ("communication", "communication"), ("api", "api"), ("kernel", "kernel"))
+              if getattr(args, f"enable_{flag}_compare")}
+    return chosen or None
+
+
 def load_side(spec, role: str, progress: Progress):
     from .store import load_profile
     progress.start(f"loading {role} {spec.name}")
@@ -120,7 +164,7 @@ def run(args) -> int:
     progress = Progress(not args.no_progress)
     base = load_side(base_spec, "baseline", progress)
     target = load_side(target_spec, "target", progress)
-    opts = Options(base_step=args.base_step, target_step=args.target_step, per_step=args.per_step)
+    opts = make_options(args)
     cmp = Comparison(base, target, opts, Side(base_spec.run, base_spec.name, base_spec.root),
                      Side(target_spec.run, target_spec.name, target_spec.root))
     payload = overall_payload(cmp)
@@ -130,6 +174,12 @@ def run(args) -> int:
             sys.stdout.write(text + "\n")
         else:
             _atomic_write(args.json, text.encode("utf-8"))
+    if args.xlsx:
+        from .presenters.xlsx_workbook import write_workbook
+        try:
+            write_workbook(cmp, os.path.abspath(args.xlsx), sheets=selected_sheets(args))
+        except OSError as e:
+            raise CliError(f"cannot write {args.xlsx}: {e.strerror or e}")
     if not args.quiet and args.json != "-":
         print(overview_table(payload, wide=args.wide, color=sys.stdout.isatty()))
     return EXIT_OK

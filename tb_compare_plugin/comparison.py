@@ -19,6 +19,7 @@ class Options:
     max_kernel_num: int | None = None
     gpu_flow_cat: str | None = None
     disable_details: bool = False
+    disable_module: bool = False          # operator sheets even when both sides have modules
 
     def key(self) -> tuple:
         return tuple(sorted(asdict(self).items()))
@@ -87,8 +88,17 @@ class Comparison:
         from .engines.memory import compare_memory
         return self._memo("memory", lambda: compare_memory(self.base, self.target, self.options))
 
+    def memory_peak(self):
+        from .engines.memory_peak import peak_attribution
+        return self._memo("memory_peak", lambda: peak_attribution(self.base, self.target))
+
+    def memory_curves(self):
+        from .engines.memory_curve import memory_curves
+        return self._memo("memory_curves", lambda: {"baseline": memory_curves(self.base),
+                                                    "target": memory_curves(self.target)})
+
     def swapped(self) -> "Comparison":
         o = self.options
-        opts = Options(o.target_step, o.base_step, o.per_step, o.op_name_map, o.use_input_shape,
-                       o.max_kernel_num, o.gpu_flow_cat, o.disable_details)
+        from dataclasses import replace
+        opts = replace(o, base_step=o.target_step, target_step=o.base_step)
         return Comparison(self.target, self.base, opts, self.target_side, self.base_side)

@@ -16,12 +16,25 @@ from .comparison import Comparison, Options, Side
 from .http import HttpError, arg, float_arg, int_arg, json_body, json_response, route
 from .presenters.overall_json import overall_payload
 from .presenters.runs_json import runs_payload, worker_payload
-from .presenters.views import VIEWS, view_page
+from .presenters.views import VIEWS, ViewUnavailable, view_page
 from .store import JobCache, ProfileStore
 
 WAIT_SECONDS = float(os.environ.get("TB_COMPARE_REQUEST_WAIT", "20"))
 _MIME = {".js": "text/javascript", ".css": "text/css", ".map": "application/json",
          ".html": "text/html", ".svg": "image/svg+xml", ".png": "image/png"}
+
+
+def export_dir(flag: str, logdir: str) -> str:
+    """Where workbooks are saved from the tab: the flag, $TB_COMPARE_EXPORT_DIR, or
+    ~/tb_compare_exports; never inside the logdir (falls back to the default then)."""
+    default = os.path.join(os.path.expanduser("~"), "tb_compare_exports")
+    d = os.path.abspath(os.path.expanduser(flag or os.environ.get("TB_COMPARE_EXPORT_DIR", "") or default))
+    if logdir:
+        ld = os.path.realpath(logdir)
+        real = os.path.realpath(d)
+        if real == ld or real.startswith(ld.rstrip(os.sep) + os.sep):
+            d = default
+    return d
 
 
 class ProfileComparePlugin(base_plugin.TBPlugin):
@@ -32,6 +45,7 @@ class ProfileComparePlugin(base_plugin.TBPlugin):
         self._logdir = getattr(context, "logdir", "") or ""
         interval = getattr(flags, "profile_compare_scan_interval", None) or 5.0
         self._scanner = Scanner(self._logdir, interval)
+        self._export_dir = export_dir(getattr(flags, "profile_compare_export_dir", "") or "", self._logdir)
         self._store = ProfileStore()
         self._comparisons = JobCache(max_items=8, workers=1, name="tbc-compare")
 
@@ -51,6 +65,10 @@ class ProfileComparePlugin(base_plugin.TBPlugin):
             "/worker": route(self._worker),
             "/load": route(self._load),
             "/compare/overall": route(self._compare_overall),
+            "/compare/memory_curve": route(self._compare_memory_curve),
+            "/compare/xlsx": route(self._compare_xlsx),
+            "/export": route(self._export),
+            "/compare/communication": route(self._compare_communication),
             "/compare/*": route(self._compare_view),
             "/static/*": route(self._static),
         }
@@ -141,8 +159,51 @@ class ProfileComparePlugin(base_plugin.TBPlugin):
             return json_response(request, view_page(cmp, view, **params))
         except ValueError as e:
             raise HttpError(400, str(e))
-        except (ImportError, AttributeError) as e:
-            raise HttpError(404, f"the {view} comparison is not available: {e}")
+        except ViewUnavailable as e:
+            raise HttpError(404, str(e))
+
+    def _compare_xlsx(self, request):
+        from io import BytesIO
+        from tensorboard.backend import http_util
+        from .presenters.xlsx_workbook import workbook_filename, write_workbook
+        cmp = self._comparison(request)
+        buf = BytesIO()
+        write_workbook(cmp, buf)
+        name = workbook_filename(cmp)
+        return http_util.Respond(request, buf.getvalue(),
+                                 "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+                                 headers=[("Content-Disposition", f'attachment; filename="{name}"')])
+
+    def _export(self, request):
+        """Save the workbook into the export folder (for VSCode, where downloads are blocked)."""
+        from .presenters.xlsx_workbook import workbook_filename, write_workbook
+        body = json_body(request)
+        args = {}
+        for k in ("baseline", "target", "base_step", "target_step", "per_step"):
+            v = body.get(k)
+            if v is not None:
+                if not isinstance(v, (str, int)) or isinstance(v, bool):
+                    raise HttpError(400, f"{k} must be a string or an integer")
+                args[k] = str(v)
+        from werkzeug.datastructures import MultiDict
+        request.args = MultiDict(args)
+        cmp = self._comparison(request)
+        os.makedirs(self._export_dir, exist_ok=True)
+        path = os.path.join(self._export_dir, workbook_filename(cmp))
+        write_workbook(cmp, path)
+        return json_response(request, {"path": path})
+
+    def _compare_memory_curve(self, request):
+        cmp = self._comparison(request)
+        body = dict(cmp.memory_curves())
+        peak = cmp.memory_peak()
+        body["attribution"] = peak.head(50).to_dict(orient="records")
+        return json_response(request, body)
+
+    def _compare_communication(self, request):
+        cmp = self._comparison(request)
+        res = cmp.communication()
+        return json_response(request, {"rows": res.to_list(), "notes": list(getattr(res, "notes", []))})
 
     def _compare_overall(self, request):
         return json_response(request, overall_payload(self._comparison(request)))
@@ -152,7 +213,10 @@ class ProfileComparePlugin(base_plugin.TBPlugin):
         if not snap.scanned_at:
             self._scanner.wait_first_scan(10)
             snap = self._scanner.snapshot
-        return json_response(request, runs_payload(snap, self._store))
+        body = runs_payload(snap, self._store)
+        body["env"] = {"vscode": os.environ.get("VSCODE_TENSORBOARD_LAUNCH") == "1",
+                       "export_dir": self._export_dir}
+        return json_response(request, body)
 
     def _worker(self, request):
         spec = self._spec(arg(request, "id"))

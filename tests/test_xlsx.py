@@ -9,8 +9,8 @@ import importlib.util
 import io
 import json
 import math
-import shutil
 import re
+import shutil
 import subprocess
 import zipfile
 from datetime import datetime, timezone
@@ -165,10 +165,18 @@ def test_sheet_filter_details_and_errors():
     assert any(n.startswith("Module sheets not written (ImportError") for n in notes)
 
 
-def test_path_target_and_filename(tmp_path):
+def test_path_target_and_filename(tmp_path, monkeypatch):
     path = tmp_path / "out.xlsx"
     write_workbook(_stub(), str(path), sheets={"api"})
     assert openpyxl.load_workbook(path).sheetnames == ["ApiCompare"]
+    assert [p.name for p in tmp_path.iterdir()] == ["out.xlsx"]
+    from tb_compare_plugin.presenters import xlsx_workbook
+
+    def broken(*a):
+        raise RuntimeError("disk full")
+    monkeypatch.setattr(xlsx_workbook, "write_sheet", broken)     # failure while writing: no file left
+    with pytest.raises(RuntimeError):
+        write_workbook(_stub(), str(tmp_path / "bad.xlsx"), sheets={"api"})
     assert [p.name for p in tmp_path.iterdir()] == ["out.xlsx"]
     name = workbook_filename(_stub(), datetime(2024, 5, 6, 7, 8, 9, tzinfo=timezone.utc))
     assert name == "tb_compare_rank0_w_1_vs_rank_1_20240506070809.xlsx"

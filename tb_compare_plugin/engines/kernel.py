@@ -68,9 +68,21 @@ def kernel_stats(rows: pd.DataFrame) -> pd.DataFrame:
 
 
 def compare_kernels(base, target, base_step=None, target_step=None) -> pd.DataFrame:
-    """Side-by-side kernel statistics with diff (µs) and ratios; empty when a side has none."""
+    """Side-by-side kernel statistics with diff (µs) and ratios.
+
+    Empty (with ``attrs["reason"]``) when the sides run on different kinds of device (kernels
+    are platform-specific) or when either side has no typed kernels (e.g. Ascend Level0), as
+    the reference leaves its KernelCompare sheet out then."""
     b = kernel_stats(kernel_rows(base, base_step))
     t = kernel_stats(kernel_rows(target, target_step))
+    reason = None
+    if base.meta.device != target.meta.device:
+        reason = (f"kernels differ by platform (baseline {base.meta.device}, target {target.meta.device}); "
+                  "use the Operator and Module comparisons")
+    elif not len(b) or not len(t):
+        reason = "one side has no typed device kernels (e.g. Ascend Level0 data has no kernel Type)"
+    if reason:
+        b, t = b.iloc[0:0], t.iloc[0:0]
     m = merge_sides(b, t, ["kernel", "input_shape"])
     for side in ("b", "t"):
         for c in STAT_COLS:
@@ -81,6 +93,7 @@ def compare_kernels(base, target, base_step=None, target_step=None) -> pd.DataFr
     m["diff_total_ratio"] = ratio(m["t_total_us"], m["b_total_us"])
     m["diff_avg_ratio"] = ratio(m["t_avg_us"], m["b_avg_us"])
     m.insert(0, "name", m["kernel"] + np.where(m["input_shape"] != "N/A", " " + m["input_shape"], ""))
+    m.attrs["reason"] = reason
     return m
 
 

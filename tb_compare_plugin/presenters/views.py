@@ -5,8 +5,15 @@ from __future__ import annotations
 from .table_page import ColumnSpec as C, page
 
 
+class ViewUnavailable(Exception):
+    """The view does not apply to this pair (said to the user as a 404 with this text)."""
+
+
 def _kernel(cmp):
-    return cmp.kernels(), [
+    df = cmp.kernels()
+    if df.attrs.get("reason"):
+        raise ViewUnavailable(f"kernel comparison not available: {df.attrs['reason']}")
+    return df, [
         C("kernel", "Kernel"), C("input_shape", "Input Shape"),
         C("b_total_us", "Base Total (us)", "us"), C("b_calls", "Base Calls", "count"),
         C("t_total_us", "Target Total (us)", "us"), C("t_calls", "Target Calls", "count"),
@@ -26,7 +33,56 @@ def _api(cmp):
     ], "diff_ms", ("name",)
 
 
-VIEWS = {"kernel": _kernel, "api": _api}
+def _operator(cmp):
+    return cmp.operators().stats, [
+        C("name", "Operator"),
+        C("b_device_ms", "Base Device (ms)", "ms"), C("b_count", "Base Count", "count"),
+        C("t_device_ms", "Target Device (ms)", "ms"), C("t_count", "Target Count", "count"),
+        C("diff_ms", "Diff (ms)", "ms"), C("diff_ratio", "Ratio", "ratio"),
+    ], "diff_ms", ("name",)
+
+
+def _operator_pairs(cmp):
+    return cmp.operators().pairs, [
+        C("b_name", "Base Operator"), C("b_input_shape", "Base Input Shape"),
+        C("b_device_us", "Base Device (us)", "us"),
+        C("t_name", "Target Operator"), C("t_input_shape", "Target Input Shape"),
+        C("t_device_us", "Target Device (us)", "us"),
+        C("diff_us", "Diff (us)", "us"), C("diff_ratio", "Ratio", "ratio"),
+    ], "diff_us", ("b_name", "t_name")
+
+
+def _module(cmp):
+    return cmp.modules().stats, [
+        C("path", "Module / Operator"), C("kind", "Kind"),
+        C("b_total_ms", "Base Total (ms)", "ms"), C("b_self_ms", "Base Self (ms)", "ms"),
+        C("b_number", "Base Calls", "count"),
+        C("t_total_ms", "Target Total (ms)", "ms"), C("t_self_ms", "Target Self (ms)", "ms"),
+        C("t_number", "Target Calls", "count"),
+        C("diff_total_ms", "Total Diff (ms)", "ms"), C("diff_self_ms", "Self Diff (ms)", "ms"),
+        C("diff_ratio", "Ratio", "ratio"),
+    ], "diff_total_ms", ("path", "name")
+
+
+def _memory(cmp):
+    return cmp.memory().stats, [
+        C("name", "Operator"),
+        C("b_memory_mb", "Base Allocated (MB)", "mb"), C("b_count", "Base Count", "count"),
+        C("t_memory_mb", "Target Allocated (MB)", "mb"), C("t_count", "Target Count", "count"),
+        C("diff_mb", "Diff (MB)", "mb"), C("diff_ratio", "Ratio", "ratio"),
+    ], "diff_mb", ("name",)
+
+
+def _memory_peak(cmp):
+    return cmp.memory_peak(), [
+        C("name", "Held at peak by"), C("kind", "Kind"),
+        C("b_bytes", "Base at Peak", "bytes"), C("t_bytes", "Target at Peak", "bytes"),
+        C("diff_bytes", "Diff", "bytes"),
+    ], "diff_bytes", ("name",)
+
+
+VIEWS = {"kernel": _kernel, "api": _api, "operator": _operator, "operator_pairs": _operator_pairs,
+         "module": _module, "memory": _memory, "memory_peak": _memory_peak}
 
 
 def view_page(cmp, view: str, **params) -> dict:

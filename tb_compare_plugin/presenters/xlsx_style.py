@@ -17,10 +17,12 @@ Column types (``Layout.types``):
   infinite is the string ``INF`` (red);
 * ``diff``  our sheets: a signed target − baseline value, red when > 0, green when < 0;
 * ``rratio`` our sheets: a ratio, red when > 1, green when < 1.
+
+:func:`write_sheet` renders a :class:`SheetData` (rows under a layout) into a worksheet.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 GREEN = "00FF00"          # baseline banner / headers
 YELLOW = "FFFF00"         # target banner / headers
@@ -152,9 +154,106 @@ MEMORY_PEAK = _layout("MemoryPeak", [("Kind", "text", 10), ("Name", "name", 50),
 _CURVE_SIDE = [("Time(ms)", "ms3", 14), ("Allocated(MB)", "float", 16), ("Reserved(MB)", "float", 16)]
 MEMORY_CURVE = _layout("MemoryCurve", [*_CURVE_SIDE, *_CURVE_SIDE], (0, 2), (3, 5))
 
-_INFO_SIDE = [("Baseline", "text", 40), ("Target", "text", 40)]
-
 
 def fixed_format(kind: str) -> str | None:
+    """Number format of a column kind (None = General, also for banners and headers)."""
     return {"id": FMT_INT, "text": FMT_INT, "name": None, "float": FMT_FLOAT, "ms3": FMT_MS3, "pct": FMT_PCT,
-            "ratio": FMT_PCT, "diff": FMT_MS3, "rratio": FMT_PCT}[kind]
+            "ratio": FMT_PCT, "diff": FMT_MS3, "rratio": FMT_PCT}.get(kind)
+
+
+# ------------------------------------------------------------------------- rendering
+
+@dataclass
+class SheetData:
+    """One sheet's content: rows under ``layout``'s headers, plus free-form blocks after them."""
+    layout: Layout
+    rows: list
+    fills: list | None = None             # per row: fill colour or None (OverallMetrics)
+    indents: list | None = None           # per row: indent of column 0
+    blocks: list = field(default_factory=list)   # [(header row, rows)] written after the table
+
+
+class StyleBook:
+    """Cell styles of one workbook, cached by (column kind, variant, fill, indent)."""
+
+    def __init__(self, styles) -> None:
+        self.styles = styles
+        self._cache: dict = {}
+
+    def get(self, kind: str, variant: str = "", fill: str | None = None, indent: int = 0) -> int:
+        key = (kind, variant, fill, indent)
+        got = self._cache.get(key)
+        if got is None:
+            fmt, bold, color = fixed_format(kind), kind == "name", None
+            if variant == "red":
+                fmt, fill = FMT_PCT, RED
+            elif variant in ("worse", "better"):
+                fill, color = (WORSE, WORSE_FONT) if variant == "worse" else (BETTER, BETTER_FONT)
+            elif variant in ("head_base", "head_target", "banner_base", "banner_target"):
+                fmt, bold, fill = None, True, YELLOW if variant.endswith("target") else GREEN
+            got = self._cache[key] = self.styles.xf(fmt, bold, fill, color, indent)
+        return got
+
+    def variant(self, kind: str, v) -> str:
+        if kind == "ratio":
+            if isinstance(v, str):
+                return "red"
+            return "red" if v is not None and v > 1 else ""
+        if kind == "rratio":
+            if isinstance(v, str):
+                return "worse"
+            return "" if v is None or v == 1 else ("worse" if v > 1 else "better")
+        if kind == "diff":
+            return "" if not v or isinstance(v, str) else ("worse" if v > 0 else "better")
+        return ""
+
+
+def write_sheet(book, sb: StyleBook, data: SheetData, base_label: str, target_label: str) -> None:
+    """Banners (row 1), headers (row 3), the rows from row 4 with per-cell highlight, then the
+    blocks (each after an empty row, with a bold header); frozen header, autofilter on it."""
+    lay = data.layout
+    n_cols = len(lay.headers)
+    hdr = HEADER_ROW
+    first = FIRST_DATA_ROW
+    last_table = first + len(data.rows) - 1
+    extra_rows = sum(2 + len(rows) for _, rows in data.blocks)
+    (b0, b1), (t0, t1) = lay.base_span, lay.target_span
+    merges = [(0, b0, 0, b1), (0, t0, 0, t1)]
+    sh = book.add_sheet(lay.name, last_table + 1 + extra_rows, n_cols, lay.widths, merges, freeze_rows=hdr + 1,
+                        autofilter=(hdr, max(last_table, hdr), 0, n_cols - 1))
+    banner = [None] * n_cols
+    bstyle = [0] * n_cols
+    for c in range(b0, b1 + 1):
+        bstyle[c] = sb.get("", "banner_base")
+    for c in range(t0, t1 + 1):
+        bstyle[c] = sb.get("", "banner_target")
+    banner[b0], banner[t0] = f"Base Profiling: {base_label}", f"Comparison Profiling: {target_label}"
+    sh.row(0, banner, bstyle)
+    sh.row(hdr, list(lay.headers),
+           [sb.get("", "head_target" if t0 <= c <= t1 else "head_base") for c in range(n_cols)])
+    kinds = lay.types
+    plain = [sb.get(k) for k in kinds]
+    special = [(c, k) for c, k in enumerate(kinds) if k in ("ratio", "rratio", "diff")]
+    fills, indents = data.fills, data.indents
+    for i, row in enumerate(data.rows):
+        fill = fills[i] if fills else None
+        ind = indents[i] if indents else 0
+        if fill or ind:
+            styles = [sb.get(k, "", fill, ind if c == 0 else 0) for c, k in enumerate(kinds)]
+        else:
+            styles = plain
+        for c, k in special:
+            var = sb.variant(k, row[c])
+            if var:
+                if styles is plain:
+                    styles = list(plain)
+                styles[c] = sb.get(k, var, fill)
+        sh.row(first + i, row, styles)
+    r = last_table + 2
+    for header, rows in data.blocks:
+        sh.row(r, header, [sb.get("", "head_base")] * len(header))
+        text = sb.get("text")
+        for row in rows:
+            r += 1
+            sh.row(r, row, [text if v is not None else 0 for v in row])
+        r += 2

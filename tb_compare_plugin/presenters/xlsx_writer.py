@@ -70,7 +70,10 @@ _INF = float("inf")
 
 
 def _number(v):
-    """numpy / other scalars -> int or float (bool -> 0/1); anything else -> its str()."""
+    """numpy / other scalars -> int or float (bool -> 0/1); pandas NA / NaT -> None; anything
+    else -> its str()."""
+    if type(v).__name__ in ("NAType", "NaTType"):
+        return None
     if isinstance(v, bool):
         return int(v)
     if isinstance(v, numbers.Integral):
@@ -157,7 +160,7 @@ class Sheet:
         self._escaped: dict[str, str] = {}
         self._buf: list[str] = []
         self._last_row = -1
-        self._fh = book._zip.open(f"xl/worksheets/sheet{index}.xml", "w", force_zip64=True)
+        self._fh = book._zip.open(f"xl/worksheets/sheet{index}.xml", "w")
         view = '<sheetView workbookViewId="0"' + (' tabSelected="1"' if index == 1 else "")
         if freeze_rows:
             top = cell_ref(freeze_rows, 0)
@@ -221,6 +224,10 @@ class Sheet:
                 continue
             if t is not int and t is not float:
                 v = _number(v)
+                if v is None:
+                    if s:
+                        parts.append(f'<c r="{letters[c]}{rn}" s="{s}"/>')
+                    continue
                 if type(v) is str:
                     parts.append(f'<c r="{letters[c]}{rn}" s="{s or 0}" t="inlineStr"><is><t>'
                                  f'{escape_text(v)}</t></is></c>')
@@ -271,6 +278,15 @@ class Workbook:
         self._open = Sheet(self, len(self.sheet_names), name, n_rows, n_cols, widths, merges, freeze_rows,
                            autofilter)
         return self._open
+
+    def discard(self) -> None:
+        """Give up (after an error): release the zip without completing the package."""
+        try:
+            if self._open is not None:
+                self._open._fh.close()
+            self._zip.close()
+        except Exception:
+            pass
 
     def close(self) -> None:
         if self._open is not None:

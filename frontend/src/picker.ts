@@ -1,0 +1,192 @@
+/**
+ * The run picker: baseline and target, each a (run, worker, step) choice, suggested pairs as
+ * one-click chips, a swap button, and per-worker status in place (parse progress, errors).
+ */
+import {h, replace} from "./dom";
+import {fmtNum} from "./format";
+import {runOf, type SideSel, type State} from "./state";
+import type {Pair, Run, RunsResponse, Worker} from "./types";
+
+export type SideKey = "base" | "target";
+
+export interface PickerHandlers {
+  onSide(side: SideKey, sel: SideSel | null): void;
+  onSwap(): void;
+  onPair(base: SideSel, target: SideSel): void;
+}
+
+const LABEL: Record<SideKey, string> = {base: "Baseline", target: "Target"};
+
+export function findWorker(runs: RunsResponse | null, id: string | undefined | null): Worker | null {
+  if (!runs || !id) return null;
+  for (const r of runs.runs) for (const w of r.workers) if (w.id === id) return w;
+  return null;
+}
+
+export function runDevices(r: Run): string {
+  const d = [...new Set(r.workers.map((w) => w.device).filter(Boolean))];
+  return d.join("/") || "?";
+}
+
+const selectable = (w: Worker) => w.status !== "error";
+
+function workerText(w: Worker): string {
+  const bits = [w.name];
+  if (w.rank !== null && w.rank !== undefined && !w.name.includes(String(w.rank))) bits.push(`rank ${w.rank}`);
+  if (w.device) bits.push(w.device);
+  let t = bits.join(" · ");
+  if (w.status === "error") t = `⚠ ${t} — unreadable`;
+  return t;
+}
+
+function sizeText(n: number | undefined): string {
+  if (!n) return "";
+  return n > 1048576 ? `${fmtNum(n / 1048576)} MB` : `${fmtNum(n / 1024)} KB`;
+}
+
+export function statusLine(w: Worker | null): HTMLElement {
+  if (!w) return h("div", {class: "side-status muted"}, "Choose a run.");
+  const facts = [w.device, w.framework, w.format, w.steps?.length ? `${w.steps.length} step${w.steps.length > 1 ? "s" : ""}` : "",
+                 sizeText(w.size_bytes)].filter(Boolean).join(" · ");
+  const out = h("div", {class: "side-status"});
+  if (w.status === "error") {
+    out.append(h("div", {class: "err-text", role: "alert"}, `Cannot read this worker: ${w.error || "unknown error"}`));
+  } else if (w.status === "loading" || w.status === "not_loaded") {
+    const p = typeof w.progress === "number" ? w.progress : 0;
+    out.append(h("div", {class: "muted"}, w.status === "loading" ? `Parsing… ${Math.round(p * 100)}%` : "Not parsed yet",
+                 facts ? ` · ${facts}` : ""),
+               h("div", {class: "progress" + (p > 0 ? "" : " indet"), role: "progressbar", "aria-valuemin": "0",
+                         "aria-valuemax": "100", "aria-valuenow": String(Math.round(p * 100))},
+                 h("div", {style: {width: `${Math.round(p * 100)}%`}})));
+  } else {
+    out.append(h("span", {class: "muted"}, facts));
+  }
+  if (w.warnings?.length) {
+    out.append(h("details", null, h("summary", null, `⚠ ${w.warnings.length} warning${w.warnings.length > 1 ? "s" : ""}`),
+                 h("ul", null, ...w.warnings.map((x) => h("li", null, x)))));
+  }
+  return out;
+}
+
+export class Picker {
+  readonly el: HTMLElement;
+  private cards: Record<SideKey, HTMLElement>;
+  private suggest = h("div", {class: "suggest"});
+  private pendingRun: Record<SideKey, string | null> = {base: null, target: null};
+  private sig = "";
+  private runs: RunsResponse | null = null;
+
+  constructor(private handlers: PickerHandlers, actions: HTMLElement) {
+    this.cards = {base: h("section", {class: "side baseline", "aria-label": "Baseline"}),
+                  target: h("section", {class: "side target", "aria-label": "Target"})};
+    const swap = h("button", {class: "btn swap", type: "button", title: "Swap baseline and target",
+                              "aria-label": "Swap baseline and target", onClick: () => handlers.onSwap()}, "⇄ Swap");
+    this.el = h("div", {class: "picker"},
+                h("div", {class: "pc-top"}, this.cards.base, swap, this.cards.target),
+                h("div", {class: "pc-row"}, this.suggest, actions));
+  }
+
+  update(runs: RunsResponse | null, st: State): void {
+    this.runs = runs;
+    const sig = JSON.stringify([runs?.runs.map((r) => [r.name, r.workers.map((w) => [w.id, w.status === "error", w.steps])]),
+                                runs?.pairs, st.base, st.target, this.pendingRun]);
+    if (sig !== this.sig) {
+      this.sig = sig;
+      const focused = (document.activeElement as HTMLElement | null)?.dataset?.role;
+      this.drawSide("base", st.base);
+      this.drawSide("target", st.target);
+      this.drawSuggestions(st);
+      if (focused) (this.el.querySelector(`[data-role="${focused}"]`) as HTMLElement | null)?.focus();
+    } else {
+      for (const side of ["base", "target"] as SideKey[]) {
+        const sel = side === "base" ? st.base : st.target;
+        const old = this.cards[side].querySelector(".side-status");
+        if (old) old.replaceWith(statusLine(findWorker(runs, sel?.worker) ?? null));
+      }
+    }
+  }
+
+  private drawSide(side: SideKey, sel: SideSel | null): void {
+    const runs = this.runs?.runs ?? [];
+    const w = findWorker(this.runs, sel?.worker);
+    const runName = sel ? runOf(sel.worker) : this.pendingRun[side];
+    const run = runs.find((r) => r.name === runName) ?? null;
+    const role = (n: string) => `${side}-${n}`;
+
+    const runSel = h("select", {"data-role": role("run"), "aria-label": `${LABEL[side]} run`}) as HTMLSelectElement;
+    runSel.append(h("option", {value: ""}, runs.length ? "— choose a run —" : "no runs found"));
+    for (const r of runs) {
+      const bad = r.workers.length > 0 && r.workers.every((x) => !selectable(x));
+      runSel.append(h("option", {value: r.name}, `${r.name} · ${runDevices(r)}${bad ? " · unreadable" : ""}`));
+    }
+    if (sel && !run) runSel.append(h("option", {value: runName ?? ""}, `${runName} (missing)`));
+    runSel.value = runName ?? "";
+    runSel.addEventListener("change", () => {
+      const r = runs.find((x) => x.name === runSel.value);
+      const ok = r?.workers.find(selectable);
+      this.pendingRun[side] = r ? r.name : null;
+      this.handlers.onSide(side, ok ? {worker: ok.id, step: null} : null);
+    });
+
+    const wSel = h("select", {"data-role": role("worker"), "aria-label": `${LABEL[side]} worker`,
+                              disabled: !run}) as HTMLSelectElement;
+    if (!sel) wSel.append(h("option", {value: ""}, run ? "— no readable worker —" : "—"));
+    for (const x of run?.workers ?? []) wSel.append(h("option", {value: x.id, disabled: !selectable(x) && x.id !== sel?.worker},
+                                                       workerText(x)));
+    if (sel && !w) wSel.append(h("option", {value: sel.worker}, `${sel.worker.split("/").pop()} (missing)`));
+    wSel.value = sel?.worker ?? "";
+    wSel.addEventListener("change", () => this.handlers.onSide(side, wSel.value ? {worker: wSel.value, step: null} : null));
+
+    const steps = w?.steps ?? [];
+    const sSel = h("select", {"data-role": role("step"), "aria-label": `${LABEL[side]} step`,
+                              disabled: !sel || steps.length === 0}) as HTMLSelectElement;
+    sSel.append(h("option", {value: ""}, steps.length ? `All steps (${steps.length})` : "All steps"));
+    for (const n of steps) sSel.append(h("option", {value: String(n)}, `Step ${n}`));
+    if (sel?.step !== null && sel?.step !== undefined && !steps.includes(sel.step)) {
+      sSel.append(h("option", {value: String(sel.step)}, `Step ${sel.step}`));
+    }
+    sSel.value = sel?.step === null || sel?.step === undefined ? "" : String(sel.step);
+    sSel.addEventListener("change", () => {
+      if (sel) this.handlers.onSide(side, {worker: sel.worker, step: sSel.value === "" ? null : Number(sSel.value)});
+    });
+
+    const others = (run?.workers ?? []).filter((x) => x.status === "error" && x.id !== sel?.worker);
+    const field = (label: string, el: HTMLElement) => h("label", {class: "field"}, h("span", {class: "field-label"}, label), el);
+    replace(this.cards[side],
+            h("div", {class: "side-title"}, h("span", {class: "tag"}, LABEL[side]),
+              w?.device ? h("span", {class: "dev"}, w.device) : null),
+            h("div", {class: "side-fields"}, field("Run", runSel), field("Worker / rank", wSel), field("Step", sSel)),
+            statusLine(w),
+            others.length ? h("details", {class: "side-errors"},
+              h("summary", {class: "err-text"}, `${others.length} worker${others.length > 1 ? "s" : ""} of this run cannot be read`),
+              h("ul", null, ...others.map((x) => h("li", null, h("b", null, x.name), `: ${x.error || "unknown error"}`))))
+              : null);
+  }
+
+  private drawSuggestions(st: State): void {
+    const pairs: Pair[] = this.runs?.pairs ?? [];
+    if (!pairs.length) {
+      replace(this.suggest);
+      return;
+    }
+    const runsBy = new Map((this.runs?.runs ?? []).map((r) => [r.name, r]));
+    const pick = (runName: string, wid: string | null | undefined): SideSel | null => {
+      const r = runsBy.get(runName);
+      const w = r?.workers.find((x) => x.id === wid && selectable(x)) ?? r?.workers.find(selectable);
+      return w ? {worker: w.id, step: null} : null;
+    };
+    replace(this.suggest, h("span", {class: "muted"}, "Suggested:"), ...pairs.map((p) => {
+      const b = pick(p.baseline, p.baseline_worker), t = pick(p.target, p.target_worker);
+      const active = !!b && !!t && st.base?.worker === b.worker && st.target?.worker === t.worker;
+      const dev = (n: string) => {
+        const r = runsBy.get(n);
+        return r ? ` (${runDevices(r)})` : "";
+      };
+      return h("button", {class: "chip" + (active ? " active" : ""), type: "button", disabled: !b || !t,
+                          title: p.reason ? `Suggested because: ${p.reason}` : "Suggested pair",
+                          "aria-pressed": String(active), "data-pair": `${p.baseline}→${p.target}`,
+                          onClick: () => { if (b && t) this.handlers.onPair(b, t); }},
+               `${p.baseline}${dev(p.baseline)} → ${p.target}${dev(p.target)}`);
+    }));
+  }
+}

@@ -1,0 +1,131 @@
+/** The tab's CSS, injected once as a <style> element (allowed by TensorBoard's CSP). */
+
+const CSS = `
+:root{--fg:#202124;--muted:#5f6368;--line:#dadce0;--panel:#f8f9fa;--bg:#fff;--accent:#1a73e8;
+--base:#1a73e8;--base-fg:#1558b0;--tgt:#e8710a;--tgt-fg:#a14f00;--worse:#c5221f;--worse-bg:#fce8e6;
+--better:#137333;--better-bg:#e6f4ea;--warn-bg:#fef7e0;--warn:#8a5a00}
+*{box-sizing:border-box}
+body{margin:0;background:var(--bg);color:var(--fg);font:13px/1.45 Roboto,"Helvetica Neue",Arial,sans-serif}
+#compare{padding:12px 16px 32px;min-width:720px}
+h2{font-size:15px;font-weight:500;margin:18px 0 8px}
+h3{font-size:13px;font-weight:600;margin:12px 0 6px}
+button,select,input{font:inherit;color:inherit}
+button{cursor:pointer}
+:focus-visible{outline:2px solid var(--accent);outline-offset:2px}
+.btn{background:#fff;border:1px solid var(--line);border-radius:4px;padding:4px 10px;min-height:28px}
+.btn:hover:not(:disabled){background:#f1f3f4}
+.btn:disabled{opacity:.5;cursor:default}
+.btn.primary{background:var(--accent);border-color:var(--accent);color:#fff}
+.btn.primary:hover:not(:disabled){background:#1765cc}
+.linkish{background:none;border:0;padding:0;color:#1558b0;text-decoration:underline;cursor:pointer}
+select,input[type=text],input[type=search],input[type=number]{border:1px solid var(--line);border-radius:4px;
+padding:3px 6px;min-height:28px;background:#fff;max-width:100%}
+.field{display:flex;flex-direction:column;gap:2px;min-width:0}
+.field-label{font-size:11px;color:var(--muted);text-transform:uppercase;letter-spacing:.04em}
+.field-label .unit{text-transform:none}
+.muted{color:var(--muted)}
+.pc-top{display:flex;align-items:stretch;gap:10px;flex-wrap:wrap}
+.side{flex:1 1 360px;border:1px solid var(--line);border-radius:6px;padding:8px 10px;background:var(--panel);
+border-top:3px solid var(--base);min-width:0}
+.side.target{border-top-color:var(--tgt)}
+.side-title{font-weight:600;margin-bottom:6px;display:flex;gap:8px;align-items:baseline}
+.side.baseline .side-title .tag{color:var(--base-fg)} .side.target .side-title .tag{color:var(--tgt-fg)}
+.side-fields{display:grid;grid-template-columns:minmax(0,1.6fr) minmax(0,1.6fr) minmax(120px,1fr);gap:8px}
+.side-status{margin-top:6px;min-height:18px;font-size:12px}
+.swap{align-self:center}
+.pc-row{display:flex;gap:12px;align-items:flex-start;margin-top:8px}
+.pc-row .suggest{flex:1;margin:0}
+.actions{display:flex;gap:8px;align-items:center;flex-wrap:wrap;justify-content:flex-end;max-width:50%}
+a.btn{text-decoration:none;display:inline-flex;align-items:center;color:inherit}
+a.btn.primary{color:#fff}
+.btn.small{min-height:22px;padding:1px 8px;font-size:12px}
+table.comm thead tr:nth-child(2) th{top:27px}
+table.t th.grp{text-align:center;border-bottom:2px solid var(--base)}
+table.t th.grp.tgt{border-bottom-color:var(--tgt)}
+.dev{display:inline-block;font-size:11px;border-radius:3px;padding:0 5px;border:1px solid var(--line);background:#fff}
+.suggest{display:flex;flex-wrap:wrap;gap:6px;align-items:center}
+.chip{border:1px solid var(--line);background:#fff;border-radius:14px;padding:3px 10px}
+.chip:hover{background:#e8f0fe}
+.chip.active{background:#e8f0fe;border-color:var(--accent)}
+.tabs{display:flex;gap:2px;border-bottom:1px solid var(--line);margin:14px 0 10px;flex-wrap:wrap}
+.tab{background:none;border:0;border-bottom:3px solid transparent;padding:8px 14px;color:var(--muted);font-weight:500;
+text-transform:uppercase;letter-spacing:.03em;font-size:12px}
+.tab[aria-selected=true]{color:var(--fg);border-bottom-color:var(--accent)}
+.tab:hover{color:var(--fg)}
+.panel{border:1px solid var(--line);border-radius:6px;padding:10px 12px;background:#fff}
+.notice{padding:10px 12px;border-radius:6px;background:var(--panel);border:1px solid var(--line)}
+.notice.error{background:var(--worse-bg);border-color:#f4c7c3;color:#8c1d18}
+.notice.warn{background:var(--warn-bg);border-color:#fbe2a0;color:#5c3c00}
+.notice.na{background:var(--panel)}
+.progress{height:6px;background:#e8eaed;border-radius:3px;overflow:hidden;margin:4px 0;max-width:320px}
+.progress>div{height:100%;background:var(--accent);transition:width .3s}
+.progress.indet>div{width:30%!important;animation:indet 1.2s infinite linear}
+@keyframes indet{from{margin-left:-30%}to{margin-left:100%}}
+.err-text{color:#8c1d18}
+.kpis{display:flex;gap:12px;flex-wrap:wrap;margin:4px 0 10px}
+.kpi{border:1px solid var(--line);border-radius:6px;padding:8px 12px;min-width:170px}
+.kpi .k{font-size:11px;color:var(--muted);text-transform:uppercase;letter-spacing:.04em}
+.kpi .v{font-size:18px;font-weight:500}
+.grid2{display:grid;grid-template-columns:minmax(0,1fr) minmax(0,1fr);gap:12px}
+@media (max-width:1000px){.grid2{grid-template-columns:minmax(0,1fr)}}
+.notes{margin:0 0 8px;padding-left:18px}
+.hints{list-style:none;margin:0 0 8px;padding:0;display:flex;flex-direction:column;gap:4px}
+.hints li{padding:4px 8px;border-left:3px solid var(--line);background:var(--panel)}
+.hints li.worse{border-left-color:var(--worse)} .hints li.better{border-left-color:var(--better)}
+.toolbar{display:flex;gap:10px;align-items:flex-end;flex-wrap:wrap;margin-bottom:8px}
+.toolbar .grow{flex:1}
+.pager{display:flex;gap:4px;align-items:center}
+.tbl-wrap{overflow:auto;max-height:70vh;border:1px solid var(--line);border-radius:6px}
+table.t{border-collapse:separate;border-spacing:0;width:100%;font-variant-numeric:tabular-nums}
+table.t th,table.t td{padding:4px 8px;border-bottom:1px solid #eceff1;text-align:left;vertical-align:top}
+table.t thead th{position:sticky;top:0;background:#f1f3f4;z-index:1;font-weight:600;white-space:nowrap;
+border-bottom:1px solid var(--line)}
+table.t th.num,table.t td.num{text-align:right;white-space:nowrap}
+table.t tbody tr:hover td{background:#f8fbff}
+table.t td.name{min-width:180px;max-width:520px;overflow-wrap:anywhere}
+table.t td.text{min-width:90px;max-width:360px;overflow-wrap:anywhere}
+tr.detail table.t thead th{position:static}
+th .sort{background:none;border:0;padding:0;font-weight:600;display:inline-flex;gap:3px;align-items:center;color:inherit}
+th .sort .arrow{color:var(--muted);font-size:10px;min-width:8px}
+th[aria-sort=ascending] .arrow,th[aria-sort=descending] .arrow{color:var(--accent)}
+.worse{color:var(--worse)} .better{color:var(--better)}
+td.worse,td.better{font-weight:500}
+.row-top td{font-weight:600;background:#f7f9fc}
+.tog{background:none;border:0;width:18px;padding:0;color:var(--muted);font-size:11px}
+.badge{display:inline-block;font-size:10.5px;border-radius:3px;padding:0 5px;margin-left:6px;font-weight:600;vertical-align:1px}
+.badge.baseline_only{background:#e8f0fe;color:#174ea6;border:1px solid #aecbfa}
+.badge.target_only{background:#feefe3;color:#8a3c00;border:1px solid #fbc896}
+.badge.err{background:var(--worse-bg);color:#8c1d18}
+tr.only-baseline td:first-child{box-shadow:inset 3px 0 var(--base)}
+tr.only-target td:first-child{box-shadow:inset 3px 0 var(--tgt)}
+tr.detail td{background:#fafafa}
+.stack{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:12px;margin:2px 0 6px;padding:0;list-style:none}
+.stack li{padding:1px 0}
+.stack-title{font-size:11px;color:var(--muted);text-transform:uppercase}
+.summary{display:flex;gap:14px;flex-wrap:wrap;font-size:12px;margin:6px 0}
+.summary b{font-weight:600}
+.chart{width:100%;height:auto;display:block}
+.chart text{font-size:11px}
+.chart text:not([fill]){fill:#3c4043}
+.chart text.halo{paint-order:stroke;stroke:#fff;stroke-width:4px;stroke-linejoin:round}
+.chart .axis line,.chart .axis path{stroke:#bdc1c6}
+.chart .grid line{stroke:#f1f3f4}
+.legend{display:flex;flex-wrap:wrap;gap:4px 12px;font-size:12px;margin-top:4px}
+.legend span.sw{display:inline-block;width:10px;height:10px;border-radius:2px;margin-right:4px;vertical-align:-1px}
+.legend .dash{display:inline-block;width:16px;border-top:2px dashed;margin-right:4px;vertical-align:3px}
+.legend .solid{display:inline-block;width:16px;border-top:2px solid;margin-right:4px;vertical-align:3px}
+.chart-tools{display:flex;gap:6px;align-items:center;margin-bottom:4px;flex-wrap:wrap}
+.readout{font-size:12px;color:var(--muted);min-height:18px}
+.kern{display:grid;grid-template-columns:minmax(0,1fr) minmax(0,1fr);gap:12px}
+.kern table{width:100%}
+.export-path{font-size:12px;overflow-wrap:anywhere;min-width:280px}
+.sr-only{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0)}
+`;
+
+export function injectStyles(): void {
+  if (document.getElementById("pc-style")) return;
+  const el = document.createElement("style");
+  el.id = "pc-style";
+  el.textContent = CSS;
+  document.head.append(el);
+}

@@ -1,0 +1,129 @@
+/** JSON shapes of the plugin's HTTP API (docs/api.md), as the UI reads them. */
+
+export type WorkerStatus = "ok" | "error" | "not_loaded" | "loading";
+
+export interface Worker {
+  id: string;
+  name: string;
+  device?: string | null;
+  framework?: string | null;
+  format?: string | null;
+  rank?: number | null;
+  steps?: number[];
+  has?: Record<string, boolean>;
+  size_bytes?: number;
+  status?: WorkerStatus | string;
+  error?: string | null;
+  progress?: number | null;
+  warnings?: string[];
+}
+
+export interface Run {
+  name: string;
+  workers: Worker[];
+}
+
+export interface Pair {
+  baseline: string;
+  target: string;
+  baseline_worker?: string | null;
+  target_worker?: string | null;
+  reason?: string;
+}
+
+export interface Env {
+  vscode?: boolean;
+  export_dir?: string;
+}
+
+export interface RunsResponse {
+  runs: Run[];
+  pairs?: Pair[];
+  scanned_at?: number | null;
+  error?: string | null;
+  env?: Env;
+}
+
+export interface SideFigure {
+  duration_ms?: number | null;
+  count?: number | null;
+}
+
+export interface Kernel {
+  name: string;
+  duration_ms?: number | null;
+  count?: number | null;
+  side?: "baseline" | "target";
+}
+
+export interface MetricRow {
+  name: string;
+  depth?: number;
+  baseline?: SideFigure | null;
+  target?: SideFigure | null;
+  diff_ms?: number | null;
+  ratio?: number | null;
+  unit?: string;
+  kernels?: Kernel[] | { baseline?: Kernel[]; target?: Kernel[] };
+}
+
+export interface SideInfo {
+  run?: string;
+  worker?: string;
+  device?: string;
+  format?: string;
+  step?: number | null;
+  steps?: number[];
+}
+
+export interface Column {
+  key: string;
+  label: string;
+  type: string;
+}
+
+export type Row = Record<string, unknown>;
+
+export interface TablePage {
+  columns: Column[];
+  rows: Row[];
+  total: number;
+  total_unfiltered?: number;
+  offset: number;
+  limit: number;
+  summary?: Record<string, unknown> | null;
+}
+
+export interface OverallResponse {
+  baseline: SideInfo;
+  target: SideInfo;
+  overall_metrics: MetricRow[];
+  communication?: MetricRow[] | Row[] | { columns: Column[]; rows: Row[] };
+  notes?: string[];
+  per_step?: boolean;
+  per_step_available?: boolean;
+  steps_count?: {baseline?: number | null; target?: number | null};
+  memory?: {baseline?: Record<string, number | null>; target?: Record<string, number | null>};
+  bandwidth?: {baseline?: Record<string, number | null>; target?: Record<string, number | null>};
+}
+
+export interface Peak {
+  t_ms?: number;
+  allocated_mb?: number;
+  reserved_mb?: number;
+  [k: string]: unknown;
+}
+
+export interface CurveSide {
+  t_ms: number[];
+  allocated_mb?: number[];
+  reserved_mb?: number[];
+  peak?: Peak | Peak[] | null;
+}
+
+export interface MemoryCurve {
+  baseline?: CurveSide | null;
+  target?: CurveSide | null;
+  attribution?: Row[];
+  attribution_columns?: Column[];
+}

@@ -1,0 +1,369 @@
+"""The comparison workbook (.xlsx): the reference's sheets, then ours, from one Comparison.
+
+Every number comes from the memoised engine results of :class:`~tb_compare_plugin.comparison.
+Comparison`, so the workbook, the UI and the CLI agree.  Sheets, in this order (a sheet with no
+rows is not written):
+
+Reference sheets (names, headers, banner spans and column widths of ``msprof-analyze compare``,
+spec e; users' scripts read them):
+
+1. ``OverallMetrics`` — the time split (spec b.6): Index (literal TABs, cell indent = depth),
+   Duration(ms) / Duration Ratio (= duration / that side's E2E) / Number ("/" for pure time)
+   per side, Diff Duration(ms), Diff Ratio; rows from ``cmp.overall().rows`` (ours may add rows
+   such as ``Wait``, ``SDMA``, ``Lccl``; see docs/deviations.md).
+2. ``CommunicationCompare`` — ``cmp.communication().reference_rows()`` (tasks paired by name).
+3. ``ModuleCompareStatistic`` + ``ModuleCompare`` when both sides have ``nn.Module`` events,
+   else ``OperatorCompareStatistic`` + ``OperatorCompare``.
+4. ``MemoryCompareStatistic``, ``MemoryCompare``.
+5. ``ApiCompare``.
+6. ``KernelCompare`` — also for GPU profiles (kernels grouped by name; the reference has none).
+
+Our sheets:
+
+* ``Summary`` — both sides' time split (``cmp.overall().to_dict()`` rows, unrounded, with each
+  row's share of E2E, diff and ratio), the two profiles' identity (run, worker, path, device,
+  format, step, steps, memory peak, bandwidth) and every note (per-step scaling, Level0 data,
+  sheets left out and why).
+* ``CommunicationByGroup`` — one row per (collective, communication group) with calls, total /
+  avg / max / min, wait and transit time, bytes and bandwidth per side, each followed by its
+  tasks (``|`` rows), all in ms.
+* ``MemoryPeak`` — bytes live at each side's memory peak, by module path and by operator,
+  side by side and sorted by the growth (``engines.memory_peak``).
+* ``MemoryCurve`` — each side's allocated / reserved memory over time (ms from the side's first
+  event), thinned to ≤ 2,000 points with every peak kept.
+
+Layout of every sheet: row 1 the banners ``Base Profiling: <path>`` (green ``00FF00``, bold) and
+``Comparison Profiling: <path>`` (yellow ``FFFF00``, bold) merged over each side's columns; row 2
+empty; row 3 the bold headers (yellow inside the target span, green elsewhere); data from row 4;
+Arial 11, left, vertically centred, thin border; frozen under the header, autofilter on it.
+In reference sheets a ratio > 1 (target larger / slower) is filled red ``FF0000`` and an
+infinite ratio is the string ``INF``.  In our sheets a regression is red and a gain green.
+
+Differences from the reference workbook, on purpose: diffs and ratios are not rounded (the cell
+formats still show 2 decimals; spec f.16); every ratio cell uses the percent format (the
+reference switches API / Kernel ratios to percent only when > 1); freeze panes and autofilters
+are added; OverallMetrics is written even when a side's E2E is 0 (its shares are then blank).
+An engine that fails to import or run leaves its sheets out with a note in ``Summary``; when the
+module engine fails, the operator sheets are written instead.
+"""
+from __future__ import annotations
+
+import logging
+import math
+import re
+from datetime import datetime, timezone
+
+from . import xlsx_style as S
+from .xlsx_style import SheetData, StyleBook, write_sheet
+from .xlsx_writer import Workbook, open_target
+
+log = logging.getLogger(__name__)
+
+ENGINES = ("overall", "communication", "operator", "memory", "api", "kernel")
+DETAIL_SHEETS = frozenset({"OperatorCompare", "ModuleCompare", "MemoryCompare"})
+MIB = float(1 << 20)
+
+
+# ----------------------------------------------------------------------------- helpers
+
+def _ratio_cell(r, base=None, target=None):
+    """An engine ratio -> cell value: inf (or None with a zero baseline) -> "INF"."""
+    if r is None:
+        if base is not None and target is not None and not base and target:
+            return "INF"
+        return None
+    if isinstance(r, str):
+        return r
+    r = float(r)
+    if math.isinf(r):
+        return "INF"
+    return None if math.isnan(r) else r
+
+
+def _count_cell(c):
+    if c is None:
+        return "/"
+    if isinstance(c, float) and c.is_integer():
+        return int(c)
+    return c
+
+
+def _fix_ratios(rows: list, layout: S.Layout) -> list:
+    cols = [i for i, k in enumerate(layout.types) if k in ("ratio", "rratio")]
+    for row in rows:
+        for i in cols:
+            v = row[i]
+            if isinstance(v, float) and math.isinf(v):
+                row[i] = "INF"
+    return rows
+
+
+def _checked(rows, layout: S.Layout) -> SheetData:
+    rows = [list(r) for r in rows]
+    bad = next((r for r in rows if len(r) != len(layout.headers)), None)
+    if bad is not None:
+        raise TypeError(f"{layout.name}: engine rows have {len(bad)} cells, the sheet has "
+                        f"{len(layout.headers)} columns")
+    return SheetData(layout, _fix_ratios(rows, layout))
+
+
+def _first_method(obj, *names):
+    for n in names:
+        f = getattr(obj, n, None)
+        if callable(f):
+            return f()
+    raise AttributeError(f"{type(obj).__name__} has none of {', '.join(names)}")
+
+
+# ----------------------------------------------------------------------------- sheets
+
+def overall_sheets(cmp) -> list[SheetData]:
+    res = cmp.overall()
+    rows = res.rows
+
+    def e2e(side):
+        r = next((x for x in rows if x["name"] == "E2E Time" and x["depth"] == 0), None)
+        return r[side]["duration_ms"] if r else 0.0
+    eb, et = e2e("baseline"), e2e("target")
+    om, sm, fills, indents = [], [], [], []
+    for r in rows:
+        b, t, depth = r["baseline"], r["target"], int(r["depth"])
+        bd, td = b["duration_ms"], t["duration_ms"]
+        ratio = _ratio_cell(r["ratio"], bd, td)
+        om.append(["\t" * depth + r["name"], bd, bd / eb if eb else None, _count_cell(b["count"]),
+                   td, td / et if et else None, _count_cell(t["count"]), r["diff_ms"], ratio])
+        sm.append([r["name"], bd, b["count"], bd / eb if eb else None, td, t["count"], td / et if et else None,
+                   r["diff_ms"], ratio])
+        fills.append(S.BLUE if depth == 0 else
+                     S.LIGHT_BLUE if depth == 1 and r["name"] not in ("SDMA", "Free") else None)
+        indents.append(depth)
+    out = []
+    if om:
+        out.append(SheetData(S.OVERALL, om, fills=fills, indents=indents))
+    out.append(SheetData(S.SUMMARY, sm, indents=indents))
+    return out
+
+
+def communication_sheets(cmp) -> list[SheetData]:
+    res = cmp.communication()
+    out = [_checked(res.reference_rows(), S.COMMUNICATION)]
+
+    def side(d):
+        d = d or {}
+        return [d.get("calls"), d.get("total_ms"), d.get("avg_ms"), d.get("max_ms"), d.get("min_ms"),
+                d.get("wait_ms"), d.get("transit_ms"), d.get("bytes"), d.get("bandwidth_gbps")]
+    rows = []
+    for r in res.to_list():
+        group = "(all groups)" if r.get("aggregate") else r.get("group", "")
+        rows.append([len(rows) + 1, r["name"], group, None, r["status"], *side(r["baseline"]),
+                     *side(r["target"]), r["diff_ms"],
+                     _ratio_cell(r["ratio"], r["baseline"]["total_ms"], r["target"]["total_ms"])])
+        for tk in r.get("tasks", []):
+            rows.append([len(rows) + 1, "|", group, tk["name"], tk["status"], *side(tk["baseline"]),
+                         *side(tk["target"]), tk["diff_ms"],
+                         _ratio_cell(tk["ratio"], tk["baseline"]["total_ms"], tk["target"]["total_ms"])])
+    out.append(SheetData(S.COMM_GROUPS, rows))
+    return out
+
+
+def _both_have_modules(cmp) -> bool:
+    try:
+        from ..engines.module import use_module_sheets
+        return bool(use_module_sheets(cmp.base, cmp.target,
+                                      disable_module=getattr(cmp.options, "disable_module", False)))
+    except ImportError:
+        return bool(cmp.base.has()["modules"] and cmp.target.has()["modules"])
+
+
+def operator_sheets(cmp, notes: list) -> list[SheetData]:
+    if _both_have_modules(cmp):
+        try:
+            res = cmp.modules()
+            return [_checked(_first_method(res, "reference_rows_stats", "reference_rows_statistic"), S.MODULE_STATS),
+                    _checked(_first_method(res, "reference_rows_rows", "reference_rows_pairs", "reference_rows_compare"),
+                             S.MODULE)]
+        except (ImportError, AttributeError, NotImplementedError, TypeError) as e:
+            notes.append(f"Module sheets not written ({type(e).__name__}: {e}); the operator sheets are "
+                         "written instead.")
+            log.warning("xlsx: module sheets skipped: %s", e)
+    res = cmp.operators()
+    return [_checked(_first_method(res, "reference_rows_stats", "reference_rows_statistic"), S.OPERATOR_STATS),
+            _checked(_first_method(res, "reference_rows_pairs", "reference_rows_compare"), S.OPERATOR)]
+
+
+def memory_sheets(cmp, notes: list) -> list[SheetData]:
+    res = cmp.memory()
+    out = [_checked(_first_method(res, "reference_rows_statistic", "reference_rows_stats"), S.MEMORY_STATS),
+           _checked(_first_method(res, "reference_rows_compare", "reference_rows_pairs"), S.MEMORY)]
+    for fn in (memory_peak_sheet, memory_curve_sheet):
+        try:
+            out.append(fn(cmp))
+        except (ImportError, AttributeError, NotImplementedError, TypeError, KeyError) as e:
+            notes.append(f"{fn.__name__.replace('_sheet', '')}: not written ({type(e).__name__}: {e})")
+            log.warning("xlsx: %s skipped: %s", fn.__name__, e)
+    return out
+
+
+def memory_peak_sheet(cmp) -> SheetData:
+    acc = getattr(cmp, "memory_peak", None)  # memoised on the Comparison
+    if callable(acc):
+        df = acc()
+    else:
+        from ..engines.memory_peak import peak_attribution
+        df = peak_attribution(cmp.base, cmp.target)
+    rows = []
+    if len(df):
+        ops = df[df["kind"] == "op"]
+        tb, tt = int(ops["b_bytes"].sum()), int(ops["t_bytes"].sum())
+        rows.append(["total", "all allocations live at the peak", tb / MIB, int(ops["b_count"].sum()),
+                     tt / MIB, int(ops["t_count"].sum()), (tt - tb) / MIB, None])
+        for r in df.itertuples(index=False):
+            rows.append([r.kind, r.name, r.b_bytes / MIB, int(r.b_count), r.t_bytes / MIB, int(r.t_count),
+                         r.diff_bytes / MIB, r.status])
+    return SheetData(S.MEMORY_PEAK, rows)
+
+
+def _curves(cmp) -> tuple[dict, dict]:
+    c = cmp.memory_curves()
+    return c["baseline"], c["target"]
+
+
+def memory_curve_sheet(cmp) -> SheetData:
+    b, t = _curves(cmp)
+    n = max(len(b.get("t_ms", [])), len(t.get("t_ms", [])))
+
+    def col(d, k, i):
+        v = d.get(k) or []
+        return v[i] if i < len(v) else None
+    rows = [[col(b, "t_ms", i), col(b, "allocated_mb", i), col(b, "reserved_mb", i),
+             col(t, "t_ms", i), col(t, "allocated_mb", i), col(t, "reserved_mb", i)] for i in range(n)]
+    return SheetData(S.MEMORY_CURVE, rows)
+
+
+def api_sheets(cmp) -> list[SheetData]:
+    from ..engines.api import reference_rows
+    return [_checked(reference_rows(cmp.api()), S.API)]
+
+
+def kernel_sheets(cmp) -> list[SheetData]:
+    from ..engines.kernel import reference_rows
+    return [_checked(reference_rows(cmp.kernels()), S.KERNEL)]
+
+
+# ----------------------------------------------------------------------------- summary extras
+
+def _side_info(cmp) -> list[list]:
+    bs, ts = cmp.base_side, cmp.target_side
+    rows = [["Run", bs.run, ts.run], ["Worker", bs.worker, ts.worker], ["Path", bs.path, ts.path]]
+    for label, get in (("Device", lambda p: p.meta.device), ("Format", lambda p: getattr(p.meta, "format", None)),
+                       ("Steps in capture", lambda p: ", ".join(map(str, p.step_ids())) or "none")):
+        try:
+            rows.append([label, get(cmp.base), get(cmp.target)])
+        except Exception:                                    # identity is best effort
+            pass
+    o = cmp.options
+    rows.append(["Step compared", "all" if o.base_step is None else o.base_step,
+                 "all" if o.target_step is None else o.target_step])
+    try:
+        d = cmp.overall().to_dict()
+        rows.append(["Figures", *(["per step" if d["per_step"] else "whole capture"] * 2)])
+        rows.append(["Peak reserved memory (GB)", d["memory"]["baseline"]["peak_reserved_gb"],
+                     d["memory"]["target"]["peak_reserved_gb"]])
+        for k, label in (("rdma_gbps", "RDMA bandwidth (GB/s)"), ("sdma_gbps", "SDMA bandwidth (GB/s)")):
+            bb, tb = d["bandwidth"]["baseline"].get(k), d["bandwidth"]["target"].get(k)
+            if bb is not None or tb is not None:
+                rows.append([label, bb, tb])
+    except Exception:
+        pass
+    return rows
+
+
+def _notes(cmp, extra: list) -> list[str]:
+    notes = []
+    for get in (lambda: cmp.overall().notes, lambda: cmp.communication().notes):
+        try:
+            notes.extend(get())
+        except Exception:
+            pass
+    return notes + list(extra)
+
+
+# ----------------------------------------------------------------------------- writing
+
+def _plan(cmp, sheets, notes: list) -> list[SheetData]:
+    builders = {"overall": lambda: overall_sheets(cmp), "communication": lambda: communication_sheets(cmp),
+                "operator": lambda: operator_sheets(cmp, notes), "memory": lambda: memory_sheets(cmp, notes),
+                "api": lambda: api_sheets(cmp), "kernel": lambda: kernel_sheets(cmp)}
+    planned: list[SheetData] = []
+    for eng in ENGINES:
+        if sheets is not None and eng not in sheets:
+            continue
+        try:
+            planned.extend(builders[eng]())
+        except ValueError:
+            raise
+        except Exception as e:             # one engine must not cost the rest of the workbook
+            notes.append(f"The {eng} sheets were not written: {type(e).__name__}: {e}")
+            log.warning("xlsx: %s sheets skipped: %s", eng, e, exc_info=not isinstance(e, ImportError))
+    if getattr(cmp.options, "disable_details", False):
+        planned = [d for d in planned if d.layout.name not in DETAIL_SHEETS]
+    return planned
+
+
+ORDER = [S.OVERALL.name, S.COMMUNICATION.name, S.MODULE_STATS.name, S.MODULE.name, S.OPERATOR_STATS.name,
+         S.OPERATOR.name, S.MEMORY_STATS.name, S.MEMORY.name, S.API.name, S.KERNEL.name,
+         S.SUMMARY.name, S.COMM_GROUPS.name, S.MEMORY_PEAK.name, S.MEMORY_CURVE.name]
+
+
+def write_workbook(cmp, target, sheets=None) -> list[str]:
+    """Write the comparison workbook to ``target`` (a path, written atomically, or a binary
+    file-like object).  ``sheets``: engine names to include (``ENGINES``; None = all).  Returns
+    the names of the sheets written, in order."""
+    if sheets is not None:
+        sheets = set(sheets)
+        unknown = sheets - set(ENGINES)
+        if unknown:
+            raise ValueError(f"unknown sheet group(s) {sorted(unknown)}; choose from {', '.join(ENGINES)}")
+    notes: list[str] = []
+    planned = _plan(cmp, sheets, notes)
+    by_name = {d.layout.name: d for d in planned}
+    summary = by_name.get(S.SUMMARY.name)
+    if summary is None and (not any(d.rows for d in planned) or notes):
+        summary = by_name[S.SUMMARY.name] = SheetData(S.SUMMARY, [])
+    if summary is not None:
+        summary.blocks.append((["Profile", "Baseline", "Target"], _side_info(cmp)))
+        all_notes = _notes(cmp, notes)
+        if all_notes:
+            summary.blocks.append((["Notes"], [[n] for n in all_notes]))
+    base_label = cmp.base_side.path or f"{cmp.base_side.run}/{cmp.base_side.worker}"
+    target_label = cmp.target_side.path or f"{cmp.target_side.run}/{cmp.target_side.worker}"
+    fh, finish = open_target(target)
+    book = None
+    try:
+        book = Workbook(fh, compresslevel=1 if sum(len(d.rows) for d in by_name.values()) > 50_000 else 6)
+        sb = StyleBook(book.styles)
+        for name in ORDER:
+            d = by_name.get(name)
+            if d is not None and (d.rows or d.blocks):
+                write_sheet(book, sb, d, base_label, target_label)
+        book.close()
+    except BaseException:
+        if book is not None:
+            book.discard()
+        finish(False)
+        raise
+    finish(True)
+    return list(book.sheet_names)
+
+
+def _safe(s: str, limit: int = 60) -> str:
+    s = re.sub(r"[^A-Za-z0-9._-]+", "_", s or "").strip("._-")
+    return s[:limit].rstrip("._-") or "profile"
+
+
+def workbook_filename(cmp, now: datetime | None = None) -> str:
+    """``tb_compare_<baseline worker>_vs_<target worker>_<UTC yyyymmddHHMMSS>.xlsx`` (safe chars)."""
+    ts = (now or datetime.now(timezone.utc)).astimezone(timezone.utc).strftime("%Y%m%d%H%M%S")
+    b = cmp.base_side.worker or cmp.base_side.run
+    t = cmp.target_side.worker or cmp.target_side.run
+    return f"tb_compare_{_safe(b)}_vs_{_safe(t)}_{ts}.xlsx"
