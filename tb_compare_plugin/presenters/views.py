@@ -85,9 +85,14 @@ VIEWS = {"kernel": _kernel, "api": _api, "operator": _operator, "operator_pairs"
          "module": _module, "memory": _memory, "memory_peak": _memory_peak}
 
 
+# views whose natural order is the engine's (a tree): unsorted unless the user sorts
+TREE_VIEWS = {"module"}
+
+
 def view_page(cmp, view: str, **params) -> dict:
-    """One page of ``view`` (KeyError for an unknown view)."""
+    """One page of ``view`` (KeyError for an unknown view).  Default order: by the diff column,
+    descending (regressions first), except tree views, which keep the tree order."""
     df, cols, diff_col, search = VIEWS[view](cmp)
-    sort = params.pop("sort", None) or diff_col
+    sort = params.pop("sort", None) or (None if view in TREE_VIEWS else diff_col)
     return page(df, cols, sort=sort, diff_col=diff_col, search_cols=search,
                 extra_cols=("status", "name", "path", "depth", "b_call_stack", "t_call_stack"), **params)
