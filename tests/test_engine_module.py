@@ -14,6 +14,7 @@ from tb_compare_plugin.comparison import Options
 from tb_compare_plugin.engines.module import (REFERENCE_HEADERS_ROWS, REFERENCE_HEADERS_STATS, build_modules,
                                               compare_modules, has_modules, use_module_sheets)
 from tb_compare_plugin.engines.optree import OpTree
+from tb_compare_plugin.model import KIND_COMM
 from test_engine_operator import make_profile
 
 
@@ -83,6 +84,45 @@ def test_name_map_applies_to_module_paths():
     assert set(mapped[mapped["kind"] == "module"]["status"]) == {"both"}
 
 
+def _ddp_model(gemm_us, nccl_us):
+    """A module whose forward launches a matmul and an all-reduce (tensor-parallel style)."""
+    pyfuncs = [("nn.Module: Net_0", 0, 500), ("nn.Module: Linear_0", 10, 200)]
+    ops = [("aten::linear", 20, 50, 1), ("cudaLaunchKernel", 30, 2, 1),
+           ("c10d::allreduce_", 80, 50, 1), ("cudaLaunchKernel", 90, 2, 1),
+           ("aten::relu", 300, 20, 1), ("cudaLaunchKernel", 305, 2, 1)]
+    ks = [("gemm", 1, 400, gemm_us), ("ncclDevKernel_AllReduce", 3, 500, nccl_us, KIND_COMM),
+          ("relu_k", 5, 700, 2)]
+    return make_profile(ops, ks, pyfuncs=pyfuncs)
+
+
+def test_module_times_split_compute_and_comm():
+    side = build_modules(_ddp_model(10, 100))
+    assert side.self_ns.tolist() == [2_000, 110_000] and side.total_ns.tolist() == [112_000, 110_000]
+    assert side.self_comm_ns.tolist() == [0, 100_000] and side.total_comm_ns.tolist() == [100_000, 100_000]
+    base, target = _ddp_model(10, 100), _ddp_model(30, 400)
+    r = compare_modules(base, target)
+    mods = r.rows[r.rows["kind"] == "module"].set_index("path")
+    assert mods.loc["/Net_0", ["diff_total_us", "diff_total_compute_us", "diff_total_comm_us"]].tolist() == \
+        [320.0, 20.0, 300.0]
+    lin = mods.loc["/Net_0/Linear_0"]
+    assert lin[["b_self_compute_us", "t_self_compute_us", "diff_self_compute_us", "diff_compute_us"]].tolist() == \
+        [10.0, 30.0, 20.0, 20.0]
+    ops = r.rows[r.rows["kind"] == "op"].set_index("name")
+    assert ops.loc["c10d::allreduce_", ["diff_self_comm_us", "diff_self_compute_us", "diff_compute_us"]].tolist() \
+        == [300.0, 0.0, 0.0]
+    assert np.isnan(ops.loc["c10d::allreduce_", "diff_total_compute_us"])
+    st = r.stats.set_index(["kind", "name"])
+    assert st.loc[("module", "Linear_0"), ["diff_total_compute_ms", "diff_total_comm_ms"]].tolist() == \
+        pytest.approx([0.02, 0.3])
+    assert st.loc[("op", "c10d::allreduce_"), ["b_self_comm_ms", "t_self_comm_ms", "diff_compute_ms"]].tolist() \
+        == pytest.approx([0.1, 0.4, 0.0])
+    assert st.loc[("op", "c10d::allreduce_"), "b_kernel_details"].startswith("ncclDevKernel_AllReduce, [number: 1]")
+    rev = compare_modules(target, base)
+    for a, b, col in ((r.rows, rev.rows, "diff_compute_us"), (r.stats, rev.stats, "diff_compute_ms"),
+                      (r.stats, rev.stats, "diff_total_comm_ms")):
+        assert sorted(np.round(a[col].dropna(), 6)) == sorted(np.round(-b[col].dropna(), 6))
+
+
 # ------------------------------------------------------------------------------ real corpus
 
 _CACHE: dict = {}
@@ -145,7 +185,8 @@ def test_module_swap_negates_and_credits_once(corpus, run):
     (bf, bp), (tf, tp) = PAIRS[run]
     base, target = _load(corpus, bf, bp), _load(corpus, tf, tp)
     fwd, rev = compare_modules(base, target), compare_modules(target, base)
-    for a, b, col in ((fwd.rows, rev.rows, "diff_us"), (fwd.stats, rev.stats, "diff_ms")):
+    for a, b, col in ((fwd.rows, rev.rows, "diff_us"), (fwd.stats, rev.stats, "diff_ms"),
+                      (fwd.rows, rev.rows, "diff_compute_us"), (fwd.stats, rev.stats, "diff_compute_ms")):
         assert len(a) == len(b)
         assert sorted(np.round(a[col], 6)) == sorted(np.round(-b[col], 6))
     for p in (base, target):
@@ -159,4 +200,6 @@ def test_module_swap_negates_and_credits_once(corpus, run):
         for lo, hi, roots in ((0, nf, roots_f), (nf, len(side.start), roots_b)):
             assert side.self_ns[lo:hi].sum() <= dev_total
             assert side.total_ns[roots].sum() == side.self_ns[lo:hi].sum()
+            assert side.total_comm_ns[roots].sum() == side.self_comm_ns[lo:hi].sum()
+        assert (side.self_comm_ns <= side.self_ns).all() and (side.total_comm_ns <= side.total_ns).all()
         assert sum(len(v) for v in side.op_dev.values()) <= 2 * len(tree.dev)

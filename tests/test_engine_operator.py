@@ -18,7 +18,7 @@ from tb_compare_plugin.engines.name_map import NameMapper, parse_name_map
 from tb_compare_plugin.engines.operator import (REFERENCE_HEADERS_PAIRS, REFERENCE_HEADERS_STATS,
                                                 compare_operators, match_ops)
 from tb_compare_plugin.engines.optree import OpTree
-from tb_compare_plugin.model import KIND_MEMSET, Profile, ProfileMeta, SymbolTable, make_table
+from tb_compare_plugin.model import KIND_COMM, KIND_MEMSET, Profile, ProfileMeta, SymbolTable, make_table
 from tb_compare_plugin.model.intervals import nest
 
 US = 1000
@@ -308,6 +308,50 @@ def test_swap_negates_diffs_on_hand_made_profiles():
     assert sorted(r.pairs["diff_us"]) == sorted(-x for x in s.pairs["diff_us"])
 
 
+def _comm_profile(mm_us, ar_us, device="GPU"):
+    """An op with a matmul kernel and an all-reduce with a collective: an NCCL kernel (GPU) or an
+    HCCL op attached through comm_ops.launch_op (NPU), beside a compute kernel under the same op."""
+    ops = [("aten::mm", 0, 50, 1), ("cudaLaunchKernel", 10, 2, 1),
+           ("autograd::engine::evaluate_function: torch::autograd::AccumulateGrad", 100, 100, 1),
+           ("c10d::allreduce_", 110, 50, 1), ("cudaLaunchKernel", 120, 2, 1), ("cudaLaunchKernel", 130, 2, 1)]
+    ks = [("gemm", 1, 300, mm_us), ("add_k", 5, 400, 3)]
+    comm = ()
+    if device == "GPU":
+        ks.append(("ncclDevKernel_AllReduce_Sum_f32_RING_LL", 4, 500, ar_us, KIND_COMM))
+    else:
+        comm = [("hcom_allReduce__738_0_1", 3, 500, ar_us)]
+    return make_profile(ops, ks, device=device, comm=comm)
+
+
+@pytest.mark.parametrize("device", ["GPU", "NPU"])
+def test_device_time_splits_into_compute_and_comm(device):
+    p = _comm_profile(10, 100, device)
+    t = OpTree(p)
+    assert t.kernel_ns.tolist() == (t.compute_ns + t.comm_ns).tolist()
+    acc = int(np.flatnonzero(p.symbols.as_array()[t.name] == "c10d::allreduce_")[0])
+    assert (t.kernel_ns[acc], t.comm_ns[acc], t.compute_ns[acc]) == (103_000, 100_000, 3_000)
+    assert t.dev["comm"].sum() == 1
+    base, target = _comm_profile(10, 100, device), _comm_profile(20, 150, device)
+    r = compare_operators(base, target)
+    d = r.pairs.set_index("name")
+    acc_name = "autograd::engine::evaluate_function: torch::autograd::AccumulateGrad"
+    assert d.loc[acc_name, ["b_device_us", "b_comm_us", "b_compute_us"]].tolist() == [103.0, 100.0, 3.0]
+    assert d.loc[acc_name, ["diff_us", "diff_comm_us", "diff_compute_us"]].tolist() == [50.0, 50.0, 0.0]
+    assert d.loc["aten::mm", ["diff_us", "diff_comm_us", "diff_compute_us"]].tolist() == [10.0, 0.0, 10.0]
+    assert "allreduce" in d.loc[acc_name, "t_kernel_details"].lower()     # details list every event
+    s = r.stats
+    assert s["name"].tolist() == [acc_name, "aten::mm"]                 # the reference order: total diff
+    top = s.sort_values("diff_compute_ms", ascending=False, kind="stable").iloc[0]
+    assert top["name"] == "aten::mm" and top["diff_compute_ms"] == pytest.approx(0.01)
+    assert s.set_index("name").loc[acc_name, ["b_comm_ms", "t_comm_ms", "diff_comm_ms"]].tolist() == \
+        pytest.approx([0.1, 0.15, 0.05])
+    rev = compare_operators(target, base)
+    for col in ("diff_compute_us", "diff_comm_us"):
+        assert sorted(r.pairs[col]) == sorted(-x for x in rev.pairs[col])
+    for col in ("diff_compute_ms", "diff_comm_ms"):
+        assert np.allclose(s.set_index("name")[col].sort_index(), -rev.stats.set_index("name")[col].sort_index())
+
+
 # ------------------------------------------------------------------------------ real corpus
 
 _CACHE: dict = {}
@@ -393,8 +437,14 @@ def test_swap_negates_and_kernels_attach_once(corpus, run):
     assert set(a.index) == set(b.index)
     assert np.allclose(a.sort_index().to_numpy(), -b.sort_index().to_numpy())
     assert math.isclose(fwd.pairs["diff_us"].sum(), -rev.pairs["diff_us"].sum(), abs_tol=1e-6)
+    for col in ("diff_compute_ms", "diff_comm_ms"):
+        x, y = fwd.stats.set_index("name")[col], rev.stats.set_index("name")[col]
+        assert np.allclose(x.sort_index().to_numpy(), -y.sort_index().to_numpy())
+    for p in ("b", "t"):
+        assert np.allclose(fwd.pairs[f"{p}_device_us"], fwd.pairs[f"{p}_compute_us"] + fwd.pairs[f"{p}_comm_us"])
     for p in (base, target):
         t = OpTree(p)
         assert not t.dev.duplicated(["source", "row"]).any()
         top = t.top_layer()
         assert t.kernel_num[top].sum() == len(t.dev)          # top-layer subtrees are disjoint
+        assert (t.comm_ns >= 0).all() and (t.compute_ns >= 0).all()

@@ -13,6 +13,11 @@ by target start.
 Module Level is the path depth (number of ``/``) in both sheets (the reference uses tree depth + 1
 in ModuleCompare, f.15).  The DataFrames show clean paths (``/DistributedDataParallel_0/...``);
 ``reference_rows_*`` keep the reference's text (``/ DistributedDataParallel_0/ ...``).
+
+Beyond the reference, every row splits its device times into communication (``*_comm_*``: NCCL
+kernels, HCCL ops; see ``optree``) and compute (``*_compute_*``: the rest), so a slower collective is
+not blamed on the module that launched it.  ``diff_self_compute_*`` ranks the innermost module that
+holds a compute regression first (its ancestors carry it only in their totals).
 """
 from __future__ import annotations
 
@@ -91,10 +96,21 @@ class ModuleSide:
     top_ops: dict           # module -> op nodes in start order
     op_dev: dict            # (module, op node) -> dev event indices assigned to it
     kids: dict              # module -> children in start order; -1 / -2: fwd / bwd roots
+    self_comm_ns: np.ndarray            # the communication part of self_ns / total_ns
+    total_comm_ns: np.ndarray
 
-    def op_self_ns(self, m: int, node: int) -> int:
+    def op_self_ns(self, m: int, node: int, comm_only: bool = False) -> int:
         idx = self.op_dev.get((m, node), _EMPTY)
+        if comm_only:
+            idx = idx[self.tree.dev["comm"].to_numpy(bool)[idx]]
         return int(self.tree.dev["dur_ns"].to_numpy()[idx].sum()) if len(idx) else 0
+
+    def times_us(self, m) -> tuple:
+        """(self, total, self comm, total comm) device µs of module m (zeros for None)."""
+        if m is None:
+            return 0.0, 0.0, 0.0, 0.0
+        return (self.self_ns[m] / 1e3, self.total_ns[m] / 1e3, self.self_comm_ns[m] / 1e3,
+                self.total_comm_ns[m] / 1e3)
 
     def op_details(self, m: int, node: int) -> str:
         lines = self.tree.kernel_lines
@@ -155,12 +171,15 @@ def build_modules(profile, tree: OpTree | None = None, step: int | None = None) 
     credit_f = _innermost(f_start, f_end, f_par, launch, strict=False)
     credit_b = _innermost(b_start, b_end, b_par, launch, strict=False)
     credit_b = np.where(credit_b >= 0, credit_b + nf, -1)
-    self_ns = np.zeros(n, np.int64)
+    comm_dur = np.where(dev["comm"].to_numpy(bool), dur, 0)
+    self_ns, self_comm_ns = np.zeros(n, np.int64), np.zeros(n, np.int64)
     for cr in (credit_f, credit_b):
         np.add.at(self_ns, cr[cr >= 0], dur[cr >= 0])
-    cum = np.concatenate([[0], np.cumsum(self_ns)])        # both forests are pre-ordered blocks
+        np.add.at(self_comm_ns, cr[cr >= 0], comm_dur[cr >= 0])
     ids = np.arange(n)
-    total_ns = cum[ids + np.concatenate([f_size, b_size]).astype(np.int64)] - cum[ids]
+    hi = ids + np.concatenate([f_size, b_size]).astype(np.int64)   # both forests are pre-ordered blocks
+    total_ns, total_comm_ns = ((c[hi] - c[ids]) for c in (np.concatenate([[0], np.cumsum(v)])
+                                                           for v in (self_ns, self_comm_ns)))
     # ---- host ops into modules (strict containment), top-level ops per module
     skip = tree.is_step | np.isin(tree.name, opt_ids)
     nodes = np.flatnonzero(~skip)
@@ -197,7 +216,8 @@ def build_modules(profile, tree: OpTree | None = None, step: int | None = None) 
         key = parent[i] if parent[i] >= 0 else (-1 if i < nf else -2)
         kids.setdefault(int(key), []).append(i)
     return ModuleSide(tree, start, end, parent, raw_path, names, nf, self_ns, total_ns,
-                      _call_stacks(profile, start, parent, names), top_ops, op_dev, kids)
+                      _call_stacks(profile, start, parent, names), top_ops, op_dev, kids,
+                      self_comm_ns, total_comm_ns)
 
 
 def _paths(parent: np.ndarray, names: list) -> list:
@@ -307,6 +327,22 @@ def _op_cs(side: ModuleSide, node: int) -> str | None:
     return prof.symbols.string(prof.ops["call_stack"].to_numpy()[side.tree.op_rows[node]]) or None
 
 
+def _split(b: tuple, t: tuple, unit: str) -> dict:
+    """Compute / communication columns from (self, total, self comm, total comm) of each side.
+
+    Op rows have NaN totals.  ``diff_compute_<unit>`` mirrors ``diff_<unit>``: the total diff on
+    module rows, the self diff on op rows."""
+    out = {}
+    for p, (sf, tot, sc, tc) in (("b", b), ("t", t)):
+        out.update({f"{p}_self_compute_{unit}": sf - sc, f"{p}_total_compute_{unit}": tot - tc,
+                    f"{p}_self_comm_{unit}": sc, f"{p}_total_comm_{unit}": tc})
+    for part in ("self_compute", "total_compute", "self_comm", "total_comm"):
+        out[f"diff_{part}_{unit}"] = out[f"t_{part}_{unit}"] - out[f"b_{part}_{unit}"]
+    tot = out[f"diff_total_compute_{unit}"]
+    out[f"diff_compute_{unit}"] = out[f"diff_self_compute_{unit}"] if np.isnan(tot) else tot
+    return out
+
+
 def compare_modules(base, target, options: Options | None = None) -> ModuleResult:
     opts = options or Options()
     bs = build_modules(base, step=opts.base_step)
@@ -318,15 +354,16 @@ def compare_modules(base, target, options: Options | None = None) -> ModuleResul
     for k, (b, t) in enumerate(pairs):
         info = _module_info(bs, b) if b is not None else _module_info(ts, t)
         status = BOTH if b is not None and t is not None else (BASE_ONLY if b is not None else TARGET_ONLY)
-        bself, btot = (bs.self_ns[b] / 1e3, bs.total_ns[b] / 1e3) if b is not None else (0.0, 0.0)
-        tself, ttot = (ts.self_ns[t] / 1e3, ts.total_ns[t] / 1e3) if t is not None else (0.0, 0.0)
+        bt, tt = bs.times_us(b), ts.times_us(t)
+        (bself, btot), (tself, ttot) = bt[:2], tt[:2]
         rows.append({"name": info["module"], "pair": k, "kind": "module", **info, "b_op_name": None, "t_op_name": None,
                      "b_kernel_details": None, "t_kernel_details": None,
                      "b_self_us": bself, "b_total_us": btot, "t_self_us": tself, "t_total_us": ttot,
                      "diff_total_us": ttot - btot, "diff_self_us": tself - bself, "diff_us": ttot - btot,
                      "diff_ratio": float(ratio([ttot], [btot])[0]),
                      "b_call_stack": bs.call_stack[b] if b is not None else None,
-                     "t_call_stack": ts.call_stack[t] if t is not None else None, "status": status})
+                     "t_call_stack": ts.call_stack[t] if t is not None else None, "status": status,
+                     **_split(bt, tt, "us")})
         bo = bs.top_ops.get(b, _EMPTY) if b is not None else _EMPTY
         to = ts.top_ops.get(t, _EMPTY) if t is not None else _EMPTY
         bnames = bsym[bs.tree.name[bo]].tolist() if len(bo) else []
@@ -336,6 +373,8 @@ def compare_modules(base, target, options: Options | None = None) -> ModuleResul
         for x, y in zip(ai.tolist(), ti.tolist()):
             bv = bs.op_self_ns(b, int(bo[x])) / 1e3 if x >= 0 else 0.0
             tv = ts.op_self_ns(t, int(to[y])) / 1e3 if y >= 0 else 0.0
+            bc = bs.op_self_ns(b, int(bo[x]), comm_only=True) / 1e3 if x >= 0 else 0.0
+            tc = ts.op_self_ns(t, int(to[y]), comm_only=True) / 1e3 if y >= 0 else 0.0
             rows.append({"name": bnames[x] if x >= 0 else tnames[y], "pair": k, "kind": "op", **info,
                          "b_op_name": bnames[x] if x >= 0 else None, "t_op_name": tnames[y] if y >= 0 else None,
                          "b_kernel_details": bs.op_details(b, int(bo[x])) if x >= 0 else None,
@@ -345,7 +384,8 @@ def compare_modules(base, target, options: Options | None = None) -> ModuleResul
                          "diff_ratio": float(ratio([tv], [bv])[0]),
                          "b_call_stack": _op_cs(bs, int(bo[x])) if x >= 0 else None,
                          "t_call_stack": _op_cs(ts, int(to[y])) if y >= 0 else None,
-                         "status": BOTH if x >= 0 and y >= 0 else (BASE_ONLY if x >= 0 else TARGET_ONLY)})
+                         "status": BOTH if x >= 0 and y >= 0 else (BASE_ONLY if x >= 0 else TARGET_ONLY),
+                         **_split((bv, np.nan, bc, np.nan), (tv, np.nan, tc, np.nan), "us")})
         # statistic groups, keyed by mapped path, in the reference's insertion order
         for side, m, slot in ((bs, b, 0), (ts, t, 1)):
             if m is not None:
@@ -357,16 +397,19 @@ def compare_modules(base, target, options: Options | None = None) -> ModuleResul
 
 
 def _op_stats(side: ModuleSide, mods: list, mapper: NameMapper, strings) -> dict:
-    """op key -> [display name, [ms per op], {kernel name: [ms]}] over the modules' top-level ops."""
+    """op key -> [display name, [ms per op], {kernel name: [ms]}, [comm ms per op]] over the modules'
+    top-level ops."""
     out: dict = {}
     dev = side.tree.dev
     dur, kname = dev["dur_ns"].to_numpy(), strings[dev["name"].to_numpy()] if len(dev) else []
+    comm = dev["comm"].to_numpy(bool)
     for m in mods:
         for node in side.top_ops.get(m, _EMPTY).tolist():
             nm = strings[side.tree.name[node]]
-            rec = out.setdefault(mapper.key(nm), [nm, [], {}])
+            rec = out.setdefault(mapper.key(nm), [nm, [], {}, []])
             idx = side.op_dev.get((m, node), _EMPTY)
             rec[1].append(dur[idx].sum() / 1e6 if len(idx) else 0.0)
+            rec[3].append(dur[idx[comm[idx]]].sum() / 1e6 if len(idx) else 0.0)
             for i in idx.tolist():
                 rec[2].setdefault(kname[i], []).append(dur[i] / 1e6)
     return out
@@ -374,6 +417,12 @@ def _op_stats(side: ModuleSide, mods: list, mapper: NameMapper, strings) -> dict
 
 def _kernel_summary(d: dict) -> str:
     return "".join(f"{k}, [number: {len(v)}], [duration_ms: {'%.3f' % sum(v)}]\n" for k, v in d.items())
+
+
+def _group_ms(side: ModuleSide, mods: list) -> tuple:
+    """(self, total, self comm, total comm) device ms summed over a group of modules."""
+    return tuple(sum(arr[m] for m in mods) / 1e6
+                 for arr in (side.self_ns, side.total_ns, side.self_comm_ns, side.total_comm_ns))
 
 
 def _module_stats(bs, ts, groups, mapper, bsym, tsym) -> pd.DataFrame:
@@ -384,8 +433,8 @@ def _module_stats(bs, ts, groups, mapper, bsym, tsym) -> pd.DataFrame:
         bm, tm = groups.get((0, key), []), groups.get((1, key), [])
         info = _module_info(bs, bm[0]) if bm else _module_info(ts, tm[0])
         status = BOTH if bm and tm else (BASE_ONLY if bm else TARGET_ONLY)
-        bself, btot = sum(bs.self_ns[m] for m in bm) / 1e6, sum(bs.total_ns[m] for m in bm) / 1e6
-        tself, ttot = sum(ts.self_ns[m] for m in tm) / 1e6, sum(ts.total_ns[m] for m in tm) / 1e6
+        bt, tt = _group_ms(bs, bm), _group_ms(ts, tm)
+        (bself, btot), (tself, ttot) = bt[:2], tt[:2]
         rows.append({"name": info["module"], "kind": "module", **info,
                      "b_self_ms": bself, "b_number": len(bm), "b_total_ms": btot,
                      "t_self_ms": tself, "t_number": len(tm), "t_total_ms": ttot,
@@ -393,7 +442,8 @@ def _module_stats(bs, ts, groups, mapper, bsym, tsym) -> pd.DataFrame:
                      "diff_ratio": float(ratio([ttot], [btot])[0]),
                      "b_kernel_details": None, "t_kernel_details": None,
                      "b_call_stack": bs.call_stack[bm[0]] if bm else None,
-                     "t_call_stack": ts.call_stack[tm[0]] if tm else None, "status": status})
+                     "t_call_stack": ts.call_stack[tm[0]] if tm else None, "status": status,
+                     **_split(bt, tt, "ms")})
         bops, tops = _op_stats(bs, bm, mapper, bsym), _op_stats(ts, tm, mapper, tsym)
         for k in list(bops) + [k for k in tops if k not in bops]:
             b, t = bops.get(k), tops.get(k)
@@ -406,7 +456,9 @@ def _module_stats(bs, ts, groups, mapper, bsym, tsym) -> pd.DataFrame:
                          "b_kernel_details": _kernel_summary(b[2]) if b else "",
                          "t_kernel_details": _kernel_summary(t[2]) if t else "",
                          "b_call_stack": None, "t_call_stack": None,
-                         "status": BOTH if b and t else (BASE_ONLY if b else TARGET_ONLY)})
+                         "status": BOTH if b and t else (BASE_ONLY if b else TARGET_ONLY),
+                         **_split((bv, np.nan, sum(b[3]) if b else 0.0, np.nan),
+                                  (tv, np.nan, sum(t[3]) if t else 0.0, np.nan), "ms")})
     return none_for_missing(pd.DataFrame(rows, columns=list(rows[0]) if rows else ["name", "kind", "path", "status"]))
 
 

@@ -5,7 +5,9 @@ backward segments by thread when both sides know their autograd thread (c.3 step
 segment pair is aligned on a key (op name through the name map, optionally + input shape; see
 ``name_map``), and with ``max_kernel_num`` a matched pair whose subtrees launch more kernels is
 replaced by the alignment of its children (step 5).  Device time of an op = Σ of the device
-events in its subtree, each attached once.
+events in its subtree, each attached once; besides the reference's columns it is split into
+``*_comm_*`` (collectives) and ``*_compute_*`` (the rest), and ``diff_compute_*`` ranks compute
+regressions without the all-reduce that the last AccumulateGrad happens to launch.
 
 ``match_ops`` (the aligned node pairs) is reused by the memory comparison.  Pure function of
 two Profiles.
@@ -150,7 +152,8 @@ def match_ops(base, target, options: Options | None = None,
 def _side(tree: OpTree, nodes: np.ndarray, prefix: str) -> dict:
     have = nodes >= 0
     safe = np.maximum(nodes, 0)
-    dev = np.where(have, tree.kernel_ns[safe] if tree.n else 0, 0) / 1000.0
+    us = (lambda ns: np.where(have, ns[safe] if tree.n else 0, 0) / 1000.0)
+    dev = us(tree.kernel_ns)
     return {
         f"{prefix}_name": tree.strings("name", nodes),
         f"{prefix}_input_shape": tree.strings("input_shapes", nodes),
@@ -158,6 +161,8 @@ def _side(tree: OpTree, nodes: np.ndarray, prefix: str) -> dict:
         f"{prefix}_kernel_details": np.array([d if k >= 0 else None for d, k in
                                               zip(tree.details_many(nodes), nodes.tolist())], dtype=object),
         f"{prefix}_device_us": dev,
+        f"{prefix}_compute_us": us(tree.compute_ns),
+        f"{prefix}_comm_us": us(tree.comm_ns),
         f"{prefix}_kernel_count": np.where(have, tree.kernel_num[safe] if tree.n else 0, 0).astype(np.int64),
         f"{prefix}_op": np.where(have, tree.op_rows[safe] if tree.n else -1, -1).astype(np.int64),
     }
@@ -186,6 +191,8 @@ def compare_operators(base, target, options: Options | None = None) -> OperatorR
     df["status"] = np.where(hb & ht, BOTH, np.where(hb, BASE_ONLY, TARGET_ONLY))
     df["diff_us"] = df["t_device_us"] - df["b_device_us"]
     df["diff_ratio"] = ratio(df["t_device_us"], df["b_device_us"])
+    df["diff_compute_us"] = df["t_compute_us"] - df["b_compute_us"]
+    df["diff_comm_us"] = df["t_comm_us"] - df["b_comm_us"]
     df["segment"] = m.segment
     df["phase"] = np.where(m.bwd, "backward", "forward")
     df.insert(0, "name", np.where(hb, df["b_name"], df["t_name"]))
@@ -194,19 +201,25 @@ def compare_operators(base, target, options: Options | None = None) -> OperatorR
 
 
 def operator_stats(pairs: pd.DataFrame) -> pd.DataFrame:
-    """OperatorCompareStatistic: per raw name and side, Σ device ms and count; by diff descending."""
+    """OperatorCompareStatistic: per raw name and side, Σ device ms (and its compute / communication
+    parts) and count; by (total) diff descending, as the reference."""
     def side(p):
-        d = pairs.loc[pairs[f"{p}_op"] >= 0, [f"{p}_name", f"{p}_device_us"]]
-        d = d.rename(columns={f"{p}_name": "name", f"{p}_device_us": "dev"})
-        g = d.groupby("name", sort=False).agg(device_ms=("dev", "sum"), count=("dev", "size")).reset_index()
-        g["device_ms"] = g["device_ms"] / 1000.0
+        cols = {f"{p}_name": "name", f"{p}_device_us": "dev", f"{p}_compute_us": "cmp", f"{p}_comm_us": "com"}
+        d = pairs.loc[pairs[f"{p}_op"] >= 0, list(cols)].rename(columns=cols)
+        g = d.groupby("name", sort=False).agg(device_ms=("dev", "sum"), count=("dev", "size"),
+                                              compute_ms=("cmp", "sum"), comm_ms=("com", "sum")).reset_index()
+        for c in ("device_ms", "compute_ms", "comm_ms"):
+            g[c] = g[c] / 1000.0
         return g
     st = merge_sides(side("b"), side("t"), ["name"])
     for p in ("b", "t"):
-        st[f"{p}_device_ms"] = st[f"{p}_device_ms"].fillna(0.0)
+        for c in ("device_ms", "compute_ms", "comm_ms"):
+            st[f"{p}_{c}"] = st[f"{p}_{c}"].fillna(0.0)
         st[f"{p}_count"] = st[f"{p}_count"].fillna(0).astype("int64")
     st["diff_ms"] = st["t_device_ms"] - st["b_device_ms"]
     st["diff_ratio"] = ratio(st["t_device_ms"], st["b_device_ms"])
+    st["diff_compute_ms"] = st["t_compute_ms"] - st["b_compute_ms"]
+    st["diff_comm_ms"] = st["t_comm_ms"] - st["b_comm_ms"]
     key = st["diff_ms"].round(2)
     st = st.iloc[np.argsort(-key.to_numpy(), kind="stable")].reset_index(drop=True)
     return st

@@ -10,6 +10,10 @@ Device events attach to exactly one node, through the loader's ``kernels.launch_
 correlation / flow ids) — never by equal timestamps, so ops sharing a start time do not count a
 kernel twice (f.11).  GPU: kernels and memcpys (not memsets, as the reference); NPU: every device
 task reached by a flow, plus the HCCL collectives (``comm_ops.launch_op``).
+
+Each node's subtree device time ``kernel_ns`` splits into ``comm_ns`` (collectives: kernels of kind
+``KIND_COMM`` such as NCCL, and the attached ``comm_ops`` rows such as HCCL) and ``compute_ns``
+(everything else, memcpys included), so a slower collective does not pass for a slower operator.
 """
 from __future__ import annotations
 
@@ -18,7 +22,7 @@ from functools import cached_property
 import numpy as np
 import pandas as pd
 
-from ..model import KIND_MEMSET
+from ..model import KIND_COMM, KIND_MEMSET
 from ..model.intervals import nest
 from .api import host_op_mask
 
@@ -195,6 +199,7 @@ class OpTree:
             "task_type": np.concatenate([ttype, np.zeros(nc, np.int32)]),
             "input_shapes": np.concatenate([kk["input_shapes"].to_numpy(), np.zeros(nc, np.int32)]),
             "source": np.concatenate([np.zeros(nk, np.int8), np.ones(nc, np.int8)]),  # 0 kernel, 1 comm
+            "comm": np.concatenate([kk["kind"].to_numpy() == KIND_COMM, np.ones(nc, bool)]),
             "row": np.concatenate([kk.index.to_numpy(), cc.index.to_numpy()]).astype(np.int64),
         })
         dev = dev[dev["node"].to_numpy() >= 0]
@@ -204,8 +209,12 @@ class OpTree:
         ids = np.arange(self.n)
         self.dev_lo = np.searchsorted(node, ids, side="left")
         self.dev_hi = np.searchsorted(node, ids + self.size, side="left")
-        cum = np.concatenate([[0], np.cumsum(dev["dur_ns"].to_numpy(dtype=np.int64))])
+        dur = dev["dur_ns"].to_numpy(dtype=np.int64)
+        cum = np.concatenate([[0], np.cumsum(dur)])
+        ccum = np.concatenate([[0], np.cumsum(np.where(dev["comm"].to_numpy(bool), dur, 0))])
         self.kernel_ns = cum[self.dev_hi] - cum[self.dev_lo]       # subtree device time
+        self.comm_ns = ccum[self.dev_hi] - ccum[self.dev_lo]       # ... of it in collectives
+        self.compute_ns = self.kernel_ns - self.comm_ns            # ... of it in everything else
         self.kernel_num = self.dev_hi - self.dev_lo                 # subtree device events
 
     def subtree_total(self, node_values: np.ndarray) -> np.ndarray:

@@ -36,32 +36,36 @@ def _api(cmp):
 def _operator(cmp):
     return cmp.operators().stats, [
         C("name", "Operator"),
-        C("b_device_ms", "Base Device (ms)", "ms"), C("b_count", "Base Count", "count"),
-        C("t_device_ms", "Target Device (ms)", "ms"), C("t_count", "Target Count", "count"),
-        C("diff_ms", "Diff (ms)", "ms"), C("diff_ratio", "Ratio", "ratio"),
-    ], "diff_ms", ("name",)
+        C("b_compute_ms", "Base Compute (ms)", "ms"), C("b_comm_ms", "Base Comm (ms)", "ms"),
+        C("b_count", "Base Count", "count"),
+        C("t_compute_ms", "Target Compute (ms)", "ms"), C("t_comm_ms", "Target Comm (ms)", "ms"),
+        C("t_count", "Target Count", "count"),
+        C("diff_compute_ms", "Compute Diff (ms)", "ms"), C("diff_comm_ms", "Comm Diff (ms)", "ms"),
+        C("diff_ms", "Device Diff (ms)", "ms"), C("diff_ratio", "Ratio", "ratio"),
+    ], "diff_compute_ms", ("name",)
 
 
 def _operator_pairs(cmp):
     return cmp.operators().pairs, [
         C("b_name", "Base Operator"), C("b_input_shape", "Base Input Shape"),
-        C("b_device_us", "Base Device (us)", "us"),
+        C("b_compute_us", "Base Compute (us)", "us"), C("b_comm_us", "Base Comm (us)", "us"),
         C("t_name", "Target Operator"), C("t_input_shape", "Target Input Shape"),
-        C("t_device_us", "Target Device (us)", "us"),
-        C("diff_us", "Diff (us)", "us"), C("diff_ratio", "Ratio", "ratio"),
-    ], "diff_us", ("b_name", "t_name")
+        C("t_compute_us", "Target Compute (us)", "us"), C("t_comm_us", "Target Comm (us)", "us"),
+        C("diff_compute_us", "Compute Diff (us)", "us"), C("diff_us", "Device Diff (us)", "us"),
+        C("diff_ratio", "Ratio", "ratio"),
+    ], "diff_compute_us", ("b_name", "t_name")
 
 
 def _module(cmp):
     return cmp.modules().stats, [
         C("path", "Module / Operator"), C("kind", "Kind"),
-        C("b_total_ms", "Base Total (ms)", "ms"), C("b_self_ms", "Base Self (ms)", "ms"),
+        C("b_total_compute_ms", "Base Total (ms)", "ms"), C("b_self_compute_ms", "Base Self (ms)", "ms"),
         C("b_number", "Base Calls", "count"),
-        C("t_total_ms", "Target Total (ms)", "ms"), C("t_self_ms", "Target Self (ms)", "ms"),
+        C("t_total_compute_ms", "Target Total (ms)", "ms"), C("t_self_compute_ms", "Target Self (ms)", "ms"),
         C("t_number", "Target Calls", "count"),
-        C("diff_total_ms", "Total Diff (ms)", "ms"), C("diff_self_ms", "Self Diff (ms)", "ms"),
-        C("diff_ratio", "Ratio", "ratio"),
-    ], "diff_total_ms", ("path", "name")
+        C("diff_total_compute_ms", "Total Diff (ms)", "ms"), C("diff_self_compute_ms", "Self Diff (ms)", "ms"),
+        C("diff_total_comm_ms", "Comm Diff (ms)", "ms"), C("diff_ratio", "Ratio", "ratio"),
+    ], "diff_self_compute_ms", ("path", "name")
 
 
 def _memory(cmp):
