@@ -9,10 +9,13 @@ VENV=${TB_COMPARE_VENV:-$ROOT/.venv}
 
 need_sudo() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
-if [ ! -x /usr/bin/chromium ]; then
-  echo "== installing Debian chromium (browser tests)"
+pkgs=""
+[ -x /usr/bin/chromium ] || pkgs="$pkgs chromium"                      # browser tests
+command -v libreoffice >/dev/null || pkgs="$pkgs libreoffice-calc-nogui"  # workbook opens in LibreOffice
+if [ -n "$pkgs" ]; then
+  echo "== installing Debian packages:$pkgs"
   need_sudo apt-get update -qq
-  need_sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null
+  need_sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $pkgs >/dev/null
 fi
 
 if [ ! -x "$VENV/bin/python" ]; then
