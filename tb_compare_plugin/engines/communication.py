@@ -10,8 +10,12 @@ the reference are listed in docs/deviations.md (communication section):
 * GPU NCCL kernels get one row per collective (allreduce, sendrecv, ...), not one
   ``ncclkernel`` row (f.5);
 * task rows are paired by name, not by position (f.13);
-* rows are split by communication group; when a collective's groups differ between the
-  sides, a per-name aggregate row (``aggregate: True``, group "") precedes the group rows.
+* rows are split by communication group.  Groups are paired by name; groups the two sides
+  name differently (GPU ``default_pg: 0`` vs Ascend ``Group 0 Communication``) are paired by
+  ``overall_rows.pair_leftover_groups`` when that is unambiguous, and their rows are labelled
+  ``"<baseline group> ↔ <target group>"`` (a note says which and why).  When a collective's
+  groups still differ between the sides, a per-name aggregate row (``aggregate: True``,
+  group "") precedes the group rows.
 
 Pure function of two Profiles: no file reading, no HTTP.
 """
@@ -23,6 +27,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from .overall_rows import PAIR_SEP, GroupSig, pair_leftover_groups, pairing_note
 from .sidebyside import BASE_ONLY, BOTH, TARGET_ONLY, ratio as _ratio_vec
 
 REFERENCE_HEADERS = (
@@ -326,12 +331,47 @@ class CommunicationResult:
         return out
 
 
+def _group_sigs(ops: pd.DataFrame) -> list[GroupSig]:
+    if not len(ops):
+        return []
+    g = ops.groupby("group", sort=False)
+    first = g["start_ns"].min()
+    colls = g["coll"].agg(lambda c: frozenset(x for x in c if x))
+    return [GroupSig(str(k), int(first[k]), colls[k]) for k in first.index]
+
+
+def _pair_groups(base, target, bo: pd.DataFrame, to: pd.DataFrame, notes: list) -> tuple[dict, dict]:
+    """Row label of each side's group: itself, or "<base> ↔ <target>" for groups paired across names."""
+    bs, ts = _group_sigs(bo), _group_sigs(to)
+    matched = bool({g.name for g in bs} & {g.name for g in ts})
+    lb = [g for g in bs if g.name not in {x.name for x in ts}]
+    lt = [g for g in ts if g.name not in {x.name for x in bs}]
+    same = str(base.meta.device) == str(target.meta.device)
+    idx, why = pair_leftover_groups(lb, lt, same, matched)
+    show = lambda n: n or "(no group)"  # noqa: E731
+    bmap, tmap = {}, {}
+    for i, j in idx:
+        label = show(lb[i].name) + PAIR_SEP + show(lt[j].name)
+        bmap[lb[i].name], tmap[lt[j].name] = label, label
+    if idx:
+        notes.append(pairing_note("Communication", [(show(lb[i].name), show(lt[j].name)) for i, j in idx], why))
+    return bmap, tmap
+
+
+def _relabel(df: pd.DataFrame, mapping: dict) -> pd.DataFrame:
+    if not mapping or not len(df):
+        return df
+    return df.assign(group=[mapping.get(g, g) for g in df["group"].tolist()])
+
+
 def compare_communication(base, target, base_step: int | None = None,
                           target_step: int | None = None) -> CommunicationResult:
     """Compare the collectives of two profiles (optionally each restricted to one step)."""
     bo, btk = _side(base, base_step, "baseline")
     to, ttk = _side(target, target_step, "target")
     notes: list[str] = []
+    bmap, tmap = _pair_groups(base, target, bo, to, notes)
+    bo, btk, to, ttk = _relabel(bo, bmap), _relabel(btk, bmap), _relabel(to, tmap), _relabel(ttk, tmap)
     by_name = {k: _records(_op_stats(o, ["coll"]), ["coll"]) for k, o in (("b", bo), ("t", to))}
     by_group = {k: _records(_op_stats(o, ["coll", "group"]), ["coll", "group"]) for k, o in (("b", bo), ("t", to))}
     tn = {k: _records(_task_stats(x, ["coll"]), ["coll", "task"]) for k, x in (("b", btk), ("t", ttk))}

@@ -21,6 +21,7 @@ import numpy as np
 
 from . import kernel_classes as kc
 from . import overall_gpu, overall_npu
+from .communication import collective_name
 from .overall_rows import build_rows
 from .overall_steps import StepError, select
 
@@ -60,6 +61,9 @@ class GroupMetrics:
     total: Metric
     wait: Metric
     transmit: Metric
+    first_ns: int = 0                                   # start of its first collective
+    collectives: frozenset = frozenset()                # canonical collective names (pairing)
+    redundant: bool = False                             # GPU: the only, unnamed group (no row)
 
 
 @dataclass
@@ -291,10 +295,18 @@ def breakdown(profile, step: int | None = None, reference_compat: bool = False,
     for g in dt.groups:
         ot = co["op_type"].to_numpy()[g.op_rows]
         gn = np.where(ot > 0, ot, co["name"].to_numpy()[g.op_rows])
-        gtop = _top(sym, gn, co["dur_ns"].to_numpy()[g.op_rows], top)
+        colls = {collective_name(x) for x in sym.strings(np.unique(gn))}
+        if g.kernel_rows is not None:           # GPU: the group's NCCL kernels
+            kn = k["name"].to_numpy()[g.kernel_rows]
+            gtop = _top(sym, kn, k["dur_ns"].to_numpy()[g.kernel_rows], top)
+            if len(g.op_rows) < len(g.kernel_rows):
+                colls |= {collective_name(x) for x in sym.strings(np.unique(kn))}
+        else:
+            gtop = _top(sym, gn, co["dur_ns"].to_numpy()[g.op_rows], top)
         wtop = _top(sym, ct["name"].to_numpy()[g.wait_rows], ct["dur_ns"].to_numpy()[g.wait_rows], top)
         sb.groups.append(GroupMetrics(g.key, g.label, g.pg_name, Metric(g.uncovered_ns, None, gtop),
-                                      Metric(g.wait_ns, None, wtop), Metric(g.transmit_ns, None, gtop)))
+                                      Metric(g.wait_ns, None, wtop), Metric(g.transmit_ns, None, gtop),
+                                      g.first_ns, frozenset(c for c in colls if c), g.redundant))
     sb.overlaps = list(dt.overlaps)
     sb.memory_peak_gb = _memory_gb(profile, sel)
     if device == "NPU":
@@ -336,5 +348,10 @@ def compare_overall(base, target, base_step: int | None = None, target_step: int
         notes.append("Reference-compatible mode: the reference's known errors are reproduced.")
     scale_b = 1.0 / b.steps_count if per_step else 1.0
     scale_t = 1.0 / t.steps_count if per_step else 1.0
-    rows = build_rows(b, t, scale_b, scale_t)
+    rows = build_rows(b, t, scale_b, scale_t, compat=reference_compat, notes=notes)
+    gpu_groups = [w for w, s, o in (("baseline", b, t), ("target", t, b))
+                  if s.device == "GPU" and o.device != "GPU" and any(not g.redundant for g in s.groups)]
+    if gpu_groups and not reference_compat:
+        notes.append(f"The {' and '.join(gpu_groups)} is a GPU trace: NCCL has no task data, so its "
+                     "communication groups show Wait 0 and Transmit = the group's uncovered time.")
     return OverallResult(b, t, rows, notes, bool(per_step), reference_compat)

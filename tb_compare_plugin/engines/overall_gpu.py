@@ -2,7 +2,10 @@
 
 Owns, for one Kineto trace: E2E (span of device activity), Computing (union of non-NCCL
 kernels), Uncovered Communication (NCCL kernels outside computing), the stream "SDMA" time
-(memory copies / sets on the compute stream) and which kernels the categorisation walks.
+(memory copies / sets on the compute stream), which kernels the categorisation walks and,
+outside compat mode, the per-process-group split of Uncovered Communication: per group
+(the NCCL kernel's ``Process Group Name``) the part of its kernels outside computing, with
+Wait 0 (no task data) and Transmit = that part, plus the pairwise overlap of groups.
 
 Differences from the reference (docs/deviations.md), switchable back with ``compat=True``:
 
@@ -20,7 +23,7 @@ import numpy as np
 from ..model import KIND_COMM, KIND_COMPUTE, KIND_MEMCPY, KIND_MEMSET
 from ..model.intervals import union
 from .kernel_classes import text_flags
-from .overall_npu import DeviceTimes
+from .overall_npu import DeviceTimes, GroupTimes, overlap_length, subtract
 
 SDMA_MARKS = ("htod", "dtod", "dtoh", "memset (device)")
 TORCH_OP_CATS = frozenset({"cpu_op", "user_annotation", "cuda_runtime", "operator", "runtime"})
@@ -106,4 +109,44 @@ def device_times(profile, g: GpuRows, compat: bool) -> DeviceTimes:
     dt.sdma_rows = g.rows[g.sdma]
     dt.sdma_ns = int(_arr(k, "dur_ns", dt.sdma_rows).sum())
     dt.comm_rows = g.rows[g.nccl]           # kernel rows (GPU collectives are kernels)
+    if not compat:                          # the reference has no GPU group rows
+        _groups(profile, dt, s[g.nccl], e[g.nccl], cs, ce)
     return dt
+
+
+def _groups(profile, dt: DeviceTimes, ns, ne, cs, ce) -> None:
+    """Per process group: its NCCL kernels minus computing (exact ns), in first-start order."""
+    rows = dt.comm_rows
+    if not len(rows):
+        return
+    co, sym = profile.comm_ops, profile.symbols
+    kgroup = np.zeros(len(profile.kernels), np.int64)        # 0 = "" (no group)
+    krow_op = np.full(len(profile.kernels), -1, np.int64)
+    kr = co["kernel"].to_numpy()
+    ok = (kr >= 0) & (kr < len(kgroup))
+    kgroup[kr[ok]] = co["group"].to_numpy()[ok]
+    krow_op[kr[ok]] = np.flatnonzero(ok)
+    grp = kgroup[rows]
+    uniq = np.unique(grp)
+    first = {int(x): int(ns[grp == x].min()) for x in uniq}
+    order = sorted(first, key=lambda x: (first[x], x))
+    pg_names = profile.meta.pg_names or {}
+    clipped = {}
+    for x in order:
+        m = grp == x
+        key = sym.string(x)
+        pg = (pg_names.get(key) or None) if key else None
+        label = f"{pg}: {key}" if pg else (key or "(no group)")
+        us, ue = subtract(ns[m], ne[m], cs, ce)
+        clipped[x] = (us, ue)
+        ops = krow_op[rows[m]]
+        dt.groups.append(GroupTimes(key, label, pg, int((ue - us).sum()), 0, ops[ops >= 0],
+                                    np.zeros(0, np.int64), first[x], rows[m],
+                                    redundant=(len(order) == 1 and not key)))
+    for i, a in enumerate(order):
+        for b in order[i + 1:]:
+            n = overlap_length(*clipped[a], *clipped[b])
+            if n:
+                la, lb = sym.string(a), sym.string(b)
+                dt.overlaps.append((pg_names.get(la) or la or "(no group)", pg_names.get(lb) or lb or "(no group)",
+                                    int(n)))

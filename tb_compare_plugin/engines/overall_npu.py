@@ -47,6 +47,9 @@ class GroupTimes:
     wait_ns: int
     op_rows: np.ndarray           # rows of comm_ops
     wait_rows: np.ndarray         # rows of comm_tasks (the counted Notify_Wait of the chosen plane)
+    first_ns: int = 0             # start of the group's first collective (or task)
+    kernel_rows: np.ndarray | None = None   # GPU: the group's NCCL kernels (rows of kernels)
+    redundant: bool = False       # GPU: the side's only group, unnamed (its row = the Uncovered row)
 
     @property
     def transmit_ns(self) -> int:
@@ -300,7 +303,7 @@ def _groups(profile, sel, no_s, no_e, compat: bool, dt: DeviceTimes) -> None:
                 best, best_sum = p, s
         wrows = np.flatnonzero(tm & (tp == best) & counted) if best is not None else np.zeros(0, np.int64)
         wait = overlap_length(ts[wrows], te[wrows], no_s, no_e) if len(wrows) else 0
-        dt.groups.append(GroupTimes(key, label, pg, int(unc), int(wait), orow[om], trow[wrows]))
+        dt.groups.append(GroupTimes(key, label, pg, int(unc), int(wait), orow[om], trow[wrows], int(firsts[g])))
         clipped[g] = intersect(os_[om], oe[om], no_s, no_e)
     for i, a in enumerate(order):
         for b in order[i + 1:]:

@@ -5,8 +5,15 @@ TABs), the group / MC2 / group-overlap row rules and the diff / ratio of each ro
 left out when both sides are exactly 0, except the four top-level rows.  Rows the reference
 does not have carry new names only: ``Lccl`` (top level; the reference shows Lccl only in
 its screen table although it subtracts it from Free Time).
+
+Also owns :func:`pair_leftover_groups`, the rule (shared with the communication engine) that
+pairs communication groups the two sides name differently, e.g. a GPU NCCL process group
+``default_pg: 0`` with the Ascend HCCL group ``Group 0 Communication``; a paired row is
+labelled ``"<baseline group> ↔ <target group>"`` (``PAIR_SEP``).
 """
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 # (metric key, row name, depth, has a count)
 ROWS_BEFORE_MC2 = [("computing", "Computing Time", 0, True)]
@@ -99,7 +106,73 @@ def _mc2_rows(r: _Rows, b, t) -> None:
             r.add(label, 2, _Ns(mb[part]) if mb else None, _Ns(mt[part]) if mt else None, False)
 
 
-def _group_rows(r: _Rows, b, t) -> None:
+@dataclass(frozen=True)
+class GroupSig:
+    """What the pairing rule knows of one communication group of one side."""
+    name: str                       # as shown (label)
+    first_ns: int                   # start of its first collective
+    collectives: frozenset          # canonical collective names it carries
+
+
+PAIR_SEP = " ↔ "
+
+
+def _colls(c: frozenset) -> str:
+    return ", ".join(sorted(c))
+
+
+def pair_leftover_groups(base: list, target: list, same_platform: bool,
+                         names_matched: bool) -> tuple[list, str | None]:
+    """Pair the groups left unmatched by name, when that is unambiguous.
+
+    ``base`` / ``target``: GroupSig lists.  Returns ([(i, j)] indices into them, reason or None).
+    Rules, tried in order (no pair otherwise, the leftovers stay one-sided):
+
+    * same platform and some names already matched: the sides name groups alike, so a
+      different name is a different group: nothing is paired;
+    * one group left on each side, carrying a common collective (or none known);
+    * the same number n > 1 on each side, each group with a distinct set of collective types
+      and the same sets on both sides: paired by that set;
+    * the same number n > 1 on each side, no two groups of a side starting at the same time, and
+      the same sets of collective types in the order of first appearance: paired by that order.
+    """
+    if not base or not target or (same_platform and names_matched):
+        return [], None
+    if len(base) == 1 and len(target) == 1:
+        b, t = base[0], target[0]
+        if b.collectives and t.collectives and not (b.collectives & t.collectives):
+            return [], None
+        common = b.collectives & t.collectives
+        return [(0, 0)], "the only unmatched group on each side" + (f", both carrying {_colls(common)}"
+                                                                       if common else "")
+    if len(base) != len(target):
+        return [], None
+    bs, ts = [g.collectives for g in base], [g.collectives for g in target]
+    if len(set(bs)) == len(bs) and set(bs) == set(ts):
+        where = {c: j for j, c in enumerate(ts)}
+        return [(i, where[c]) for i, c in enumerate(bs)], "each carries its own set of collective types"
+    bo = sorted(range(len(base)), key=lambda i: base[i].first_ns)
+    to = sorted(range(len(target)), key=lambda j: target[j].first_ns)
+
+    def distinct_starts(side, order):
+        return all(side[a].first_ns < side[b].first_ns for a, b in zip(order, order[1:]))
+    if (distinct_starts(base, bo) and distinct_starts(target, to)
+            and [bs[i] for i in bo] == [ts[j] for j in to]):
+        return list(zip(bo, to)), "the same collective types in the same order of first appearance"
+    return [], None
+
+
+def pairing_note(what: str, pairs: list, reason: str) -> str:
+    """Note text for paired groups: ``pairs`` = [(baseline name, target name)]."""
+    listed = "; ".join(f"baseline {b!r} with target {t!r}" for b, t in pairs)
+    return f"{what}: communication groups named differently on the two sides were paired ({listed}): {reason}."
+
+
+def _sig(g) -> GroupSig:
+    return GroupSig(g.label, g.first_ns, g.collectives)
+
+
+def _group_rows(r: _Rows, b, t, compat: bool = False, notes: list | None = None) -> None:
     def by_pg(side):
         out: dict = {}
         for g in side.groups:
@@ -115,13 +188,32 @@ def _group_rows(r: _Rows, b, t) -> None:
     for _, x, y in pairs:
         bg.remove(x)
         tg.remove(y)
+    partner: dict = {}
     for g in bg:
-        other = next((y for y in tg if y.key == g.key), None)
+        other = next((y for y in tg if y.key == g.key and id(y) not in partner.values()), None)
         if other is not None:
-            tg.remove(other)
-        pairs.append((g.label, g, other))
-    pairs.extend((g.label, None, g) for g in tg)
+            partner[id(g)] = id(other)
+    matched = bool(pairs or partner)
+    by_id = {id(y): y for y in tg}
+    labels: dict = {}
+    if not compat:
+        lb = [g for g in bg if id(g) not in partner]
+        lt = [y for y in tg if id(y) not in partner.values()]
+        idx, why = pair_leftover_groups([_sig(g) for g in lb], [_sig(y) for y in lt],
+                                        b.device == t.device, matched)
+        for i, j in idx:
+            partner[id(lb[i])] = id(lt[j])
+            labels[id(lb[i])] = lb[i].label + PAIR_SEP + lt[j].label
+        if idx and notes is not None:
+            notes.append(pairing_note("Overview", [(lb[i].label, lt[j].label) for i, j in idx], why))
+    taken = set(partner.values())
+    for g in bg:
+        other = by_id.get(partner.get(id(g)))
+        pairs.append((labels.get(id(g), g.label), g, other))
+    pairs.extend((g.label, None, g) for g in tg if id(g) not in taken)
     for label, x, y in pairs:
+        if all(g is None or g.redundant for g in (x, y)):
+            continue          # a GPU side's only, unnamed group: the Uncovered row again
         r.add(label, 1, x.total if x else None, y.total if y else None, False)
         r.add("Wait", 2, x.wait if x else None, y.wait if y else None, False)
         r.add("Transmit", 2, x.transmit if x else None, y.transmit if y else None, False)
@@ -137,7 +229,9 @@ def _overlap_rows(r: _Rows, b, t) -> None:
         r.add(label, 2, _Ns(bo[label]) if label in bo else None, _Ns(to[label]) if label in to else None, False)
 
 
-def build_rows(b, t, scale_b: float = 1.0, scale_t: float = 1.0) -> list[dict]:
+def build_rows(b, t, scale_b: float = 1.0, scale_t: float = 1.0, compat: bool = False,
+               notes: list | None = None) -> list[dict]:
+    """The rows; ``compat`` = the reference's group pairing only; group-pairing notes go to ``notes``."""
     r = _Rows(scale_b, scale_t)
 
     def plain(spec):
@@ -146,7 +240,7 @@ def build_rows(b, t, scale_b: float = 1.0, scale_t: float = 1.0) -> list[dict]:
     plain(ROWS_BEFORE_MC2)
     _mc2_rows(r, b, t)
     plain(ROWS_BEFORE_GROUPS)
-    _group_rows(r, b, t)
+    _group_rows(r, b, t, compat, notes)
     _overlap_rows(r, b, t)
     plain(ROWS_AFTER_GROUPS)
     return r.out

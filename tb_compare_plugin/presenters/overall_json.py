@@ -19,9 +19,9 @@ def overall_payload(cmp) -> dict:
             out[k].update({kk: vv for kk, vv in v.items() if kk not in out[k] or out[k][kk] is None})
         else:
             out[k] = v
-    try:
-        out["communication"] = cmp.communication().to_list()
-    except ImportError:
-        out["communication"] = []
-    out.setdefault("notes", [])
+    comm = cmp.communication()
+    out["communication"] = comm.to_list()
+    notes = list(out.get("notes") or [])
+    notes += [n for n in getattr(comm, "notes", []) if n not in notes]
+    out["notes"] = notes
     return out
