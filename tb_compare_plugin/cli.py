@@ -61,6 +61,8 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--gpu-flow-cat", metavar="CAT", help="flow event category linking GPU ops to kernels")
     p.add_argument("--wide", action="store_true", help="wider table with counts and group names")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    p.add_argument("--no-cache", action="store_true",
+                   help="neither read nor write the parsed-profile cache (~/.cache/tb-compare)")
     p.add_argument("--quiet", "-q", action="store_true", help="do not print the overview table")
     p.add_argument("--debug", action="store_true", help="show full tracebacks on failure")
     return p
@@ -144,13 +146,31 @@ def selected_sheets(args):
     return chosen or None
 
 
-def load_side(spec, role: str, progress: Progress):
-    from .store import load_profile
-    progress.start(f"loading {role} {spec.name}")
+def load_sides(base_spec, target_spec, progress: Progress, no_cache: bool = False):
+    """Both sides, parsed in two processes at once (through the cache when it has them)."""
+    import os as _os
+    from concurrent.futures import ThreadPoolExecutor
+    from .store import load_profile, make_backends
+    if no_cache:
+        _os.environ["TB_COMPARE_CACHE"] = "0"
+    cache, pool = make_backends(workers=2)
+    fracs = [0.0, 0.0]
+
+    def prog(i):
+        def f(x):
+            fracs[i] = x
+            progress(sum(fracs) / 2)
+        return f
+    progress.start(f"loading {base_spec.name} and {target_spec.name}")
     try:
-        return load_profile(spec, progress)
+        with ThreadPoolExecutor(2) as ex:
+            fb = ex.submit(load_profile, base_spec, prog(0), pool, cache)
+            ft = ex.submit(load_profile, target_spec, prog(1), pool, cache)
+            return fb.result(), ft.result()
     finally:
         progress.done()
+        if pool is not None:
+            pool.shutdown()
 
 
 def run(args) -> int:
@@ -162,8 +182,7 @@ def run(args) -> int:
     base_spec = resolve(args.baseline, args.base_rank, "baseline")
     target_spec = resolve(args.target, args.target_rank, "target")
     progress = Progress(not args.no_progress)
-    base = load_side(base_spec, "baseline", progress)
-    target = load_side(target_spec, "target", progress)
+    base, target = load_sides(base_spec, target_spec, progress, args.no_cache)
     opts = make_options(args)
     cmp = Comparison(base, target, opts, Side(base_spec.run, base_spec.name, base_spec.root),
                      Side(target_spec.run, target_spec.name, target_spec.root))

@@ -46,13 +46,23 @@ class ProfileComparePlugin(base_plugin.TBPlugin):
         interval = getattr(flags, "profile_compare_scan_interval", None) or 5.0
         self._scanner = Scanner(self._logdir, interval)
         self._export_dir = export_dir(getattr(flags, "profile_compare_export_dir", "") or "", self._logdir)
+        self._backends = None
         self._store = ProfileStore()
+        self._init_lock = __import__("threading").Lock()
         self._comparisons = JobCache(max_items=8, workers=1, name="tbc-compare")
 
     # -- TensorBoard contract ------------------------------------------------------------
     def frontend_metadata(self):
         return base_plugin.FrontendMetadata(es_module_path="/static/index.js", tab_name="PROFILE COMPARE",
                                             disable_reload=False)
+
+    def _ensure_backends(self) -> None:
+        """Cache and parser processes, created on first use (never at TensorBoard start-up)."""
+        with self._init_lock:
+            if self._backends is None:
+                from .store import make_backends
+                self._backends = make_backends(self._logdir)
+                self._store.disk_cache, self._store.pool = self._backends
 
     def is_active(self):
         self._scanner.start()
@@ -91,6 +101,7 @@ class ProfileComparePlugin(base_plugin.TBPlugin):
 
     def _profile_or_202(self, spec):
         """The parsed profile, or an HttpError 202 with progress while it loads."""
+        self._ensure_backends()
         prof = self._store.loaded(spec)
         if prof is not None:
             return prof
@@ -111,6 +122,7 @@ class ProfileComparePlugin(base_plugin.TBPlugin):
         opts = Options(base_step=int_arg(request, "base_step"), target_step=int_arg(request, "target_step"),
                        per_step=None if per in (None, "auto") else per == "1")
         key = (base.fingerprint, target.fingerprint, opts.key())
+        self._ensure_backends()
         hit = self._comparisons.peek(key)
         if hit is not None:
             return hit
@@ -231,6 +243,7 @@ class ProfileComparePlugin(base_plugin.TBPlugin):
         if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids) or len(ids) > 64:
             raise HttpError(400, "body must be {\"workers\": [worker ids]} (at most 64)")
         out = {}
+        self._ensure_backends()
         for wid in ids:
             spec = self._spec(wid)
             out[wid] = self._store.request(spec, retry=True) if not spec.error else {

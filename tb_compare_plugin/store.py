@@ -138,23 +138,50 @@ class _StoredError(LoadError):
         return self.problem
 
 
-def load_profile(spec, progress=None):
-    """Parse one discovered worker (used by the store and the CLI)."""
+def load_profile(spec, progress=None, pool=None, cache=None):
+    """Parse one discovered worker (used by the store and the CLI): from the persistent cache
+    when it holds this worker's files, else in a parser process (``pool``), else here."""
     from . import loaders
     if spec.error:
         raise _StoredError(spec.error)
-    prof = loaders.load(spec.format, spec.root, progress=progress)
+    prof = cache.get(spec.fingerprint) if cache is not None else None
+    if prof is None:
+        if pool is not None:
+            prof = pool.parse(spec.format, spec.root, spec.fingerprint, progress)
+        else:
+            prof = loaders.load(spec.format, spec.root, progress=progress)
+            if cache is not None:
+                cache.put(spec.fingerprint, prof)
     if spec.rank is not None and prof.meta.rank is None:
         prof.meta.rank = spec.rank
     return prof
+
+
+def make_backends(logdir: str | None = None, workers: int = 2):
+    """(cache, pool) as configured by the environment; either may be None."""
+    from .cache import ProfileCache, enabled
+    from .parsepool import ParsePool, processes_enabled
+    cache = None
+    if enabled():
+        try:
+            cache = ProfileCache(logdir=logdir)
+        except ValueError as e:
+            import logging
+            logging.getLogger(__name__).warning("profile_compare: cache disabled: %s", e)
+    pool = ParsePool(workers, cache) if processes_enabled() else None
+    return cache, pool
 
 
 class ProfileStore:
     """Workers parsed on demand, keyed by their files' (path, size, mtime): a changed file
     is a new key, so stale results are never served."""
 
-    def __init__(self, max_profiles: int = 6, workers: int = 1) -> None:
+    def __init__(self, max_profiles: int = 6, workers: int = 2, disk_cache=None, pool=None) -> None:
         self.cache = JobCache(max_profiles, workers, name="tbc-load")
+        self.disk_cache, self.pool = disk_cache, pool
+
+    def _load(self, spec, progress):
+        return load_profile(spec, progress, self.pool, self.disk_cache)
 
     def status(self, spec) -> dict:
         return self.cache.status(spec.fingerprint)
@@ -165,10 +192,10 @@ class ProfileStore:
 
     def future(self, spec, retry: bool = False) -> Future:
         """Start (or join) the load of ``spec``; the future resolves to the Profile."""
-        return self.cache.submit(spec.fingerprint, lambda p: load_profile(spec, p), retry)
+        return self.cache.submit(spec.fingerprint, lambda p: self._load(spec, p), retry)
 
     def loaded(self, spec):
         return self.cache.peek(spec.fingerprint)
 
     def get(self, spec, timeout: float | None = None):
-        return self.cache.get(spec.fingerprint, lambda p: load_profile(spec, p), timeout)
+        return self.cache.get(spec.fingerprint, lambda p: self._load(spec, p), timeout)

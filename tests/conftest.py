@@ -12,6 +12,11 @@ CORPUS = SHARED / "corpus"
 GOLDEN = SHARED / "spec" / "golden"
 SAMPLES = ROOT / "samples"
 
+# every test run gets its own parsed-profile cache, outside the repo and the user's cache
+if "TB_COMPARE_CACHE_DIR" not in os.environ:
+    import tempfile
+    os.environ["TB_COMPARE_CACHE_DIR"] = tempfile.mkdtemp(prefix="tbc-test-cache-")
+
 needs_corpus = pytest.mark.skipif(
     not CORPUS.is_dir(),
     reason=f"real profiler corpus not found at {CORPUS} (it ships beside the repo as ../shared; "

@@ -9,3 +9,6 @@ class LoadError(Exception):
         self.path = str(path)
         self.problem = problem
         super().__init__(f"{self.path}: {problem}")
+
+    def __reduce__(self):  # survives the trip back from a parser process
+        return (type(self), (self.path, self.problem))

@@ -1,0 +1,190 @@
+"""Persistent on-disk cache of parsed profiles (and small JSON results), outside the logdir.
+
+Layout: ``<cache dir>/v<N>/<key>/`` holds one ``.npy`` file per table column, ``symbols.json``
+(the symbol table), and ``meta.json`` (ProfileMeta + table columns).  Entries are written into a
+temporary folder and renamed into place, so a reader never sees half an entry and two
+TensorBoard processes sharing the cache at most compute the same entry twice.  Columns are
+loaded with ``mmap_mode="r"``: reopening a 1 GB trace's profile takes well under a second.
+
+The key is a hash of the worker's format, root and every file's (path, size, mtime), plus the
+cache format version and the package version, so a changed file or a new loader never serves a
+stale entry.  Total size is bounded; least recently used entries are evicted.
+
+Location: ``$TB_COMPARE_CACHE_DIR``, else ``$XDG_CACHE_HOME/tb-compare``, else
+``~/.cache/tb-compare``.  ``TB_COMPARE_CACHE=0`` disables it; ``TB_COMPARE_CACHE_MAX_MB`` sets the
+bound (default 8192 MB).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import shutil
+import tempfile
+import time
+from dataclasses import fields
+
+import numpy as np
+import pandas as pd
+
+from . import __version__
+from .model import Profile, ProfileMeta, SCHEMAS, SymbolTable
+
+log = logging.getLogger(__name__)
+FORMAT_VERSION = 1
+
+
+def default_dir() -> str:
+    env = os.environ.get("TB_COMPARE_CACHE_DIR")
+    if env:
+        return os.path.abspath(os.path.expanduser(env))
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "tb-compare")
+
+
+def enabled() -> bool:
+    return os.environ.get("TB_COMPARE_CACHE", "1").lower() not in ("0", "false", "no", "off")
+
+
+def key_of(fingerprint) -> str:
+    raw = json.dumps([FORMAT_VERSION, __version__, fingerprint], sort_keys=True, default=str)
+    return hashlib.sha256(raw.encode("utf-8")).hexdigest()[:32]
+
+
+class ProfileCache:
+    def __init__(self, root: str | None = None, max_bytes: int | None = None, logdir: str | None = None):
+        root = root or default_dir()
+        if logdir:
+            ld = os.path.realpath(logdir).rstrip(os.sep) + os.sep
+            if (os.path.realpath(root) + os.sep).startswith(ld):
+                raise ValueError(f"the cache folder {root} is inside the logdir {logdir}; "
+                                 "the plugin never writes there")
+        self.root = os.path.join(root, f"v{FORMAT_VERSION}")
+        mb = os.environ.get("TB_COMPARE_CACHE_MAX_MB")
+        self.max_bytes = max_bytes if max_bytes is not None else int(float(mb) * 2 ** 20) if mb else 8 << 30
+
+    # -- profiles ------------------------------------------------------------------------------
+    def _entry(self, key: str) -> str:
+        return os.path.join(self.root, key)
+
+    def get(self, fingerprint) -> Profile | None:
+        """The cached profile for ``fingerprint``, or None (also on any corrupt entry)."""
+        path = self._entry(key_of(fingerprint))
+        meta_path = os.path.join(path, "meta.json")
+        if not os.path.exists(meta_path):
+            return None
+        try:
+            with open(meta_path, "r", encoding="utf-8") as f:
+                meta = json.load(f)
+            with open(os.path.join(path, "symbols.json"), "rb") as f:
+                import msgspec
+                strings = msgspec.json.decode(f.read())
+            tables = {}
+            for tname, cols in meta["tables"].items():
+                data = {c: np.load(os.path.join(path, f"{tname}.{c}.npy"), mmap_mode="r", allow_pickle=False)
+                        for c in cols}
+                tables[tname] = pd.DataFrame(data, copy=False)
+            known = {f.name for f in fields(ProfileMeta)}
+            pm = ProfileMeta(**{k: v for k, v in meta["meta"].items() if k in known})
+            self._touch(path)
+            return Profile(SymbolTable.from_list(strings), pm, tables)
+        except Exception as e:  # noqa: BLE001 - a bad entry is a miss, and is removed
+            log.warning("profile_compare: dropping unreadable cache entry %s: %s", path, e)
+            shutil.rmtree(path, ignore_errors=True)
+            return None
+
+    def put(self, fingerprint, profile: Profile) -> str | None:
+        """Store ``profile``; returns the entry path (None when the cache cannot be written)."""
+        import msgspec
+        key = key_of(fingerprint)
+        final = self._entry(key)
+        if os.path.exists(os.path.join(final, "meta.json")):
+            return final
+        try:
+            os.makedirs(self.root, exist_ok=True)
+            tmp = tempfile.mkdtemp(prefix=f".{key}.", dir=self.root)
+        except OSError as e:
+            log.warning("profile_compare: cache folder %s not writable: %s", self.root, e)
+            return None
+        try:
+            cols = {}
+            for tname, df in profile.tables.items():
+                cols[tname] = list(df.columns)
+                for c in df.columns:
+                    arr = np.ascontiguousarray(df[c].to_numpy())
+                    if arr.dtype == object:
+                        raise TypeError(f"{tname}.{c} is not a typed column")
+                    np.save(os.path.join(tmp, f"{tname}.{c}.npy"), arr, allow_pickle=False)
+            with open(os.path.join(tmp, "symbols.json"), "wb") as f:
+                f.write(msgspec.json.encode(profile.symbols.to_list()))
+            with open(os.path.join(tmp, "meta.json"), "w", encoding="utf-8") as f:
+                json.dump({"tables": cols, "meta": profile.meta.to_dict(), "created": time.time()}, f,
+                          default=str)
+            try:
+                os.rename(tmp, final)
+            except OSError:  # another process won the race: keep theirs
+                shutil.rmtree(tmp, ignore_errors=True)
+            self.evict()
+            return final
+        except Exception as e:  # noqa: BLE001 - caching is best effort
+            log.warning("profile_compare: could not cache a profile: %s", e)
+            shutil.rmtree(tmp, ignore_errors=True)
+            return None
+
+    # -- small JSON results (e.g. a finished overview) -------------------------------------------
+    def get_json(self, key_parts):
+        path = os.path.join(self.root, "json", key_of(key_parts) + ".json")
+        try:
+            with open(path, "r", encoding="utf-8") as f:
+                out = json.load(f)
+            self._touch(path)
+            return out
+        except (OSError, ValueError):
+            return None
+
+    def put_json(self, key_parts, obj) -> None:
+        folder = os.path.join(self.root, "json")
+        try:
+            os.makedirs(folder, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=".tmp", dir=folder)
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                json.dump(obj, f)
+            os.replace(tmp, os.path.join(folder, key_of(key_parts) + ".json"))
+        except (OSError, TypeError, ValueError) as e:
+            log.warning("profile_compare: could not cache a result: %s", e)
+
+    # -- bound ---------------------------------------------------------------------------------
+    @staticmethod
+    def _touch(path: str) -> None:
+        try:
+            os.utime(path, None)
+        except OSError:
+            pass
+
+    def entries(self) -> list[tuple[float, int, str]]:
+        """(last use, bytes, path) of every complete entry."""
+        out = []
+        try:
+            names = os.listdir(self.root)
+        except OSError:
+            return out
+        for n in names:
+            p = os.path.join(self.root, n)
+            if n.startswith(".") or n == "json" or not os.path.isdir(p):
+                continue
+            try:
+                size = sum(e.stat().st_size for e in os.scandir(p))
+                out.append((os.stat(p).st_mtime, size, p))
+            except OSError:
+                continue
+        return out
+
+    def evict(self) -> None:
+        ents = sorted(self.entries())
+        total = sum(e[1] for e in ents)
+        for _, size, path in ents:
+            if total <= self.max_bytes:
+                break
+            shutil.rmtree(path, ignore_errors=True)
+            total -= size

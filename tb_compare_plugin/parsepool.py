@@ -1,0 +1,140 @@
+"""Parse workers in child processes, through the persistent cache.
+
+Parsing a trace is CPU-bound Python; in TensorBoard's process it would hold the GIL while
+request threads wait, and two sides could never use two cores.  So a bounded pool of child
+processes (forkserver: modules imported once, each job a cheap fork; one job per child so its
+memory returns to the system) parses a worker, writes the columnar profile into the cache and
+exits; the parent maps the cached columns.  Progress travels through a tiny file; a child that
+dies (killed, out of memory) is reported in plain words and retried once.
+
+Without a usable cache the child sends the profile back through the pipe instead; with
+``TB_COMPARE_PROCESSES=0`` everything runs in the calling process.
+"""
+from __future__ import annotations
+
+import logging
+import multiprocessing as mp
+import os
+import tempfile
+import threading
+import time
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+
+from .loaders.errors import LoadError
+
+log = logging.getLogger(__name__)
+_PRELOAD = ["numpy", "pandas", "msgspec", "tb_compare_plugin.loaders.kineto_json",
+            "tb_compare_plugin.loaders.ascend_text", "tb_compare_plugin.loaders.ascend_db",
+            "tb_compare_plugin.cache"]
+
+
+def processes_enabled() -> bool:
+    return os.environ.get("TB_COMPARE_PROCESSES", "1").lower() not in ("0", "false", "no", "off")
+
+
+def crash_marker(root: str) -> str:
+    """A file whose existence makes the parser process of ``root`` die (for tests only)."""
+    import hashlib
+    return os.path.join(tempfile.gettempdir(), "tbc-test-crash-" + hashlib.sha1(root.encode()).hexdigest())
+
+
+def _child_parse(fmt: str, root: str, fingerprint, cache_root: str | None, progress_path: str):
+    """Runs in the child: parse, store in the cache, return where it went."""
+    from . import loaders
+    from .cache import ProfileCache
+
+    last = [0.0]
+
+    def progress(x: float) -> None:
+        now = time.monotonic()
+        if now - last[0] < 0.2 and x < 1.0:
+            return
+        last[0] = now
+        try:
+            with open(progress_path, "w") as f:
+                f.write(f"{float(x):.4f}")
+        except OSError:
+            pass
+
+    if os.path.exists(crash_marker(root)):  # tests: simulate the OOM killer
+        os._exit(137)
+    prof = loaders.load(fmt, root, progress=progress)
+    if cache_root is not None:
+        cache = ProfileCache(cache_root)
+        if cache.put(fingerprint, prof):
+            return ("cache", None)
+    return ("profile", prof)
+
+
+class ParsePool:
+    """A bounded pool of parser processes (created lazily, rebuilt if it breaks)."""
+
+    def __init__(self, workers: int = 2, cache=None) -> None:
+        self.workers = max(1, int(workers))
+        self.cache = cache
+        self._pool: ProcessPoolExecutor | None = None
+        self._lock = threading.Lock()
+        self._progress_dir = tempfile.mkdtemp(prefix="tbc-progress-")
+
+    def _executor(self) -> ProcessPoolExecutor:
+        with self._lock:
+            if self._pool is None:
+                try:
+                    ctx = mp.get_context("forkserver")
+                    ctx.set_forkserver_preload(_PRELOAD)
+                except ValueError:
+                    ctx = mp.get_context("spawn")
+                self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=ctx,
+                                                 max_tasks_per_child=1)
+            return self._pool
+
+    def _reset(self) -> None:
+        with self._lock:
+            if self._pool is not None:
+                self._pool.shutdown(wait=False, cancel_futures=True)
+            self._pool = None
+
+    def parse(self, fmt: str, root: str, fingerprint, progress=None, retries: int = 1):
+        """Parse in a child and return the Profile (blocking; call it from a worker thread)."""
+        cache_root = os.path.dirname(self.cache.root) if self.cache is not None else None
+        fd, ppath = tempfile.mkstemp(dir=self._progress_dir)
+        os.close(fd)
+        try:
+            for attempt in range(retries + 1):
+                fut = self._executor().submit(_child_parse, fmt, root, fingerprint, cache_root, ppath)
+                while True:
+                    try:
+                        kind, prof = fut.result(timeout=0.25)
+                        break
+                    except TimeoutError:
+                        if progress is not None:
+                            try:
+                                with open(ppath) as f:
+                                    progress(float(f.read() or 0))
+                            except (OSError, ValueError):
+                                pass
+                    except BrokenProcessPool:
+                        self._reset()
+                        if attempt < retries:
+                            log.warning("profile_compare: parser process for %s died; retrying", root)
+                            kind = None
+                            break
+                        raise LoadError(root, "the parser process died (killed, or out of memory?) "
+                                              "while reading this profile")
+                if kind is None:
+                    continue
+                if kind == "cache":
+                    got = self.cache.get(fingerprint)
+                    if got is None:
+                        raise LoadError(root, "the parsed profile vanished from the cache")
+                    return got
+                return prof
+        finally:
+            try:
+                os.unlink(ppath)
+            except OSError:
+                pass
+
+    def shutdown(self) -> None:
+        self._reset()

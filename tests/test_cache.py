@@ -1,0 +1,102 @@
+"""The persistent profile cache and the parser processes: round trip, invalidation, corrupt
+entries, the size bound, never inside the logdir, and a parser process that dies."""
+from __future__ import annotations
+
+import os
+import shutil
+
+import numpy as np
+import pytest
+
+from tb_compare_plugin import loaders
+from tb_compare_plugin.cache import ProfileCache, key_of
+from tb_compare_plugin.discovery import classify_path
+from tb_compare_plugin.loaders.errors import LoadError
+from tb_compare_plugin.parsepool import ParsePool, crash_marker
+from tb_compare_plugin.store import load_profile
+
+from conftest import SAMPLES
+
+GPU = SAMPLES / "baseline_gpu" / "worker0.pt.trace.json"
+NPU = SAMPLES / "target_npu" / "rank0_ascend_pt"
+
+
+def same_profile(a, b):
+    assert a.symbols.to_list() == b.symbols.to_list()
+    assert a.meta.to_dict() == b.meta.to_dict()
+    for name, df in a.tables.items():
+        other = b.tables[name]
+        assert list(df.columns) == list(other.columns), name
+        for c in df.columns:
+            np.testing.assert_array_equal(df[c].to_numpy(), other[c].to_numpy(), err_msg=f"{name}.{c}")
+
+
+def test_round_trip(tmp_path):
+    cache = ProfileCache(str(tmp_path))
+    for fmt, path in (("trace-json", GPU), ("ascend-text", NPU)):
+        prof = loaders.load(fmt, str(path))
+        assert cache.put(("k", fmt), prof)
+        same_profile(prof, cache.get(("k", fmt)))
+
+
+def test_changed_file_is_a_miss(tmp_path):
+    trace = tmp_path / "logdir" / "w.pt.trace.json"
+    trace.parent.mkdir()
+    shutil.copy(GPU, trace)
+    cache = ProfileCache(str(tmp_path / "cache"))
+    (spec,) = classify_path(str(trace))
+    load_profile(spec, cache=cache)
+    assert cache.get(spec.fingerprint) is not None
+    os.utime(trace, ns=(1, 1))
+    (spec2,) = classify_path(str(trace))
+    assert spec2.fingerprint != spec.fingerprint and cache.get(spec2.fingerprint) is None
+
+
+def test_corrupt_entry_is_dropped(tmp_path):
+    cache = ProfileCache(str(tmp_path))
+    prof = loaders.load("trace-json", str(GPU))
+    path = cache.put("x", prof)
+    with open(os.path.join(path, "kernels.dur_ns.npy"), "wb") as f:
+        f.write(b"garbage")
+    assert cache.get("x") is None
+    assert not os.path.exists(path)
+
+
+def test_size_bound_evicts_least_recent(tmp_path):
+    cache = ProfileCache(str(tmp_path), max_bytes=1)
+    prof = loaders.load("trace-json", str(GPU))
+    cache.put("a", prof)
+    cache.put("b", prof)
+    assert len(cache.entries()) <= 1
+
+
+def test_never_inside_logdir(tmp_path):
+    with pytest.raises(ValueError):
+        ProfileCache(str(tmp_path / "logdir" / "cache"), logdir=str(tmp_path / "logdir"))
+
+
+def test_parse_pool_and_dead_child(tmp_path, monkeypatch):
+    cache = ProfileCache(str(tmp_path / "cache"))
+    pool = ParsePool(1, cache)
+    try:
+        (spec,) = classify_path(str(NPU))
+        seen = []
+        prof = pool.parse(spec.format, spec.root, spec.fingerprint, seen.append)
+        same_profile(prof, loaders.load("ascend-text", str(NPU)))
+        assert cache.get(spec.fingerprint) is not None
+        (gspec,) = classify_path(str(GPU))
+        marker = crash_marker(gspec.root)
+        open(marker, "w").close()
+        try:
+            with pytest.raises(LoadError) as e:
+                pool.parse(gspec.format, gspec.root, gspec.fingerprint, retries=1)
+        finally:
+            os.unlink(marker)
+        assert "parser process died" in str(e.value) and "worker0.pt.trace.json" in str(e.value)
+        assert pool.parse(gspec.format, gspec.root, gspec.fingerprint) is not None
+    finally:
+        pool.shutdown()
+
+
+def test_key_depends_on_files():
+    assert key_of(("a", 1)) != key_of(("a", 2))
