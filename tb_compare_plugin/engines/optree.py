@@ -55,9 +55,11 @@ def preorder(parent: np.ndarray, start: np.ndarray, dur: np.ndarray):
             break
         depth = nd
     size = np.ones(n, np.int64)
+    by_depth = np.argsort(depth, kind="stable")
+    bounds = np.searchsorted(depth[by_depth], np.arange(int(depth.max()) + 2 if n else 0))
     for d in range(int(depth.max()) if n else 0, 0, -1):
-        at = np.flatnonzero(depth == d)
-        np.add.at(size, parent[at], size[at])
+        at = by_depth[bounds[d]:bounds[d + 1]]
+        size += np.bincount(parent[at], weights=size[at], minlength=n).astype(np.int64)
     # offset of each node inside its parent's block: exclusive cumsum of earlier siblings' sizes
     sib = np.lexsort((np.arange(n), -np.asarray(dur), np.asarray(start), parent))
     ps = parent[sib]
@@ -68,7 +70,7 @@ def preorder(parent: np.ndarray, start: np.ndarray, dur: np.ndarray):
     offset[sib] = csum - group_base
     pos = np.zeros(n, np.int64)
     for d in range(int(depth.max()) + 1 if n else 0):
-        at = np.flatnonzero(depth == d)
+        at = by_depth[bounds[d]:bounds[d + 1]]
         pos[at] = offset[at] if d == 0 else pos[parent[at]] + 1 + offset[at]
     order = np.empty(n, np.int64)
     order[pos] = np.arange(n)
@@ -126,6 +128,27 @@ def adopt(parent, start, end, tid, is_annotation, is_step) -> np.ndarray:
     return parent
 
 
+def _loader_parents(ops, sel: np.ndarray):
+    """The loader's per-thread nesting re-indexed to ``sel`` when it nested exactly these ops
+    (every selected op's parent is selected too); None when the tree must be rebuilt."""
+    if not len(sel):
+        return None
+    parent = ops["parent"].to_numpy()
+    pos = np.full(len(ops), -1, dtype=np.int64)
+    pos[sel] = np.arange(len(sel))
+    p = parent[sel]
+    has = p >= 0
+    if not has.any() or (pos[p[has]] < 0).any():   # never nested (hand-made tables) or differently
+        return None
+    outside = np.ones(len(ops), dtype=bool)
+    outside[sel] = False
+    if outside.any() and (parent[outside] >= 0).any() and (pos[parent[outside & (parent >= 0)]] >= 0).any():
+        return None      # an unselected op hangs under a selected one: nesting differs
+    out = np.full(len(sel), -1, dtype=np.int64)
+    out[has] = pos[p[has]]
+    return out
+
+
 class OpTree:
     """Pre-ordered host-op forest of one profile with the device events under each node."""
 
@@ -141,7 +164,9 @@ class OpTree:
         names = ops["name"].to_numpy()[sel]
         step_ids = sym.ids_matching(lambda s: STEP_MARK in s)
         annot_ids = sym.ids_matching(lambda s: s.lower() == "user_annotation")
-        par, _ = nest(start, start + dur, tid)
+        par = _loader_parents(ops, sel)
+        if par is None:
+            par, _ = nest(start, start + dur, tid)
         par = adopt(par, start, start + dur, tid, np.isin(ops["cat"].to_numpy()[sel], annot_ids),
                     np.isin(names, step_ids))
         order, self.parent, self.depth, self.size = preorder(par, start, dur)
