@@ -68,6 +68,9 @@ class ProfileCache:
     def _entry(self, key: str) -> str:
         return os.path.join(self.root, key)
 
+    def has(self, fingerprint) -> bool:
+        return os.path.exists(os.path.join(self._entry(key_of(fingerprint)), "meta.json"))
+
     def get(self, fingerprint) -> Profile | None:
         """The cached profile for ``fingerprint``, or None (also on any corrupt entry)."""
         path = self._entry(key_of(fingerprint))

@@ -60,6 +60,13 @@ class ProfileComparePlugin(base_plugin.TBPlugin):
         """Cache and parser processes, created on first use (never at TensorBoard start-up)."""
         with self._init_lock:
             if self._backends is None:
+                # import every engine once, here, under the lock: CPython 3.11 can fail
+                # ("AST constructor recursion depth mismatch") when threads compile modules at once
+                import importlib
+                for mod in ("overall", "communication", "operator", "module", "memory", "memory_curve",
+                            "memory_peak", "kernel", "api"):
+                    importlib.import_module(f"tb_compare_plugin.engines.{mod}")
+                importlib.import_module("tb_compare_plugin.presenters.xlsx_workbook")
                 from .store import make_backends
                 self._backends = make_backends(self._logdir)
                 self._store.disk_cache, self._store.pool = self._backends
@@ -112,8 +119,29 @@ class ProfileComparePlugin(base_plugin.TBPlugin):
             st = self._store.status(spec)
             raise HttpError(202, f"{spec.id} is still loading", status="loading", progress=st["progress"])
 
-    def _comparison(self, request) -> Comparison:
-        """The Comparison named by the query (cached), or HttpError 202 while it is computed."""
+    @staticmethod
+    def _accept_post(request) -> bool:
+        """POST with a JSON body may start parsing (a cross-site page cannot send one without a
+        CORS preflight, which TensorBoard never grants); its fields become the query arguments.
+        GET only reads what is already parsed.  Returns whether the request may start work."""
+        if request.method == "GET":
+            return False
+        body = json_body(request)
+        args = {}
+        for k, v in body.items():
+            if isinstance(v, bool) or not isinstance(v, (str, int, float)) and v is not None:
+                raise HttpError(400, f"field {k!r} must be a string or a number")
+            if v is not None:
+                args[str(k)] = str(int(v)) if isinstance(v, float) and v.is_integer() else str(v)
+        from werkzeug.datastructures import ImmutableMultiDict
+        request.args = ImmutableMultiDict(args)
+        return True
+
+    def _comparison(self, request, may_parse: bool = False) -> Comparison:
+        """The Comparison named by the query (cached), or HttpError 202 while it is computed.
+
+        Without ``may_parse`` (plain GET) both workers must be parsed already (memory or disk
+        cache): otherwise 409, and the client POSTs ``load`` (or this route) to start."""
         base = self._spec(arg(request, "baseline"))
         target = self._spec(arg(request, "target"))
         per = arg(request, "per_step", required=False)
@@ -129,6 +157,17 @@ class ProfileComparePlugin(base_plugin.TBPlugin):
         for spec in (base, target):
             if spec.error:
                 raise HttpError(422, spec.error)
+        if not may_parse:
+            missing = [s.id for s in (base, target) if not self._store.available(s)
+                       and self._store.status(s)["status"] != "loading"]
+            for s in (base, target):
+                st = self._store.status(s)
+                if st["status"] == "error":
+                    raise HttpError(422, st["error"])
+            if missing:
+                raise HttpError(409, f"not parsed yet: {', '.join(missing)}; POST load "
+                                     "{\"workers\": [...]} (or POST this route) to parse", status="not_loaded",
+                                workers=missing)
 
         def job(progress):
             fb, ft = self._store.future(base), self._store.future(target)
@@ -155,6 +194,7 @@ class ProfileComparePlugin(base_plugin.TBPlugin):
 
     # -- routes --------------------------------------------------------------------------
     def _compare_view(self, request):
+        may_parse = self._accept_post(request)
         view = request.path.rsplit("/compare/", 1)[-1]
         if view not in VIEWS:
             raise HttpError(404, f"unknown comparison view {view!r}; views: {', '.join(sorted(VIEWS))}")
@@ -166,7 +206,7 @@ class ProfileComparePlugin(base_plugin.TBPlugin):
                       min_diff=float_arg(request, "min_diff"),
                       offset=int_arg(request, "offset", 0, 0, 10 ** 9),
                       limit=int_arg(request, "limit", 100, 1, 1000))
-        cmp = self._comparison(request)
+        cmp = self._comparison(request, may_parse)
         try:
             return json_response(request, view_page(cmp, view, **params))
         except ValueError as e:
@@ -178,7 +218,7 @@ class ProfileComparePlugin(base_plugin.TBPlugin):
         from io import BytesIO
         from tensorboard.backend import http_util
         from .presenters.xlsx_workbook import workbook_filename, write_workbook
-        cmp = self._comparison(request)
+        cmp = self._comparison(request, self._accept_post(request))
         buf = BytesIO()
         write_workbook(cmp, buf)
         name = workbook_filename(cmp)
@@ -199,26 +239,47 @@ class ProfileComparePlugin(base_plugin.TBPlugin):
                 args[k] = str(v)
         from werkzeug.datastructures import MultiDict
         request.args = MultiDict(args)
-        cmp = self._comparison(request)
+        cmp = self._comparison(request, may_parse=True)
         os.makedirs(self._export_dir, exist_ok=True)
         path = os.path.join(self._export_dir, workbook_filename(cmp))
         write_workbook(cmp, path)
         return json_response(request, {"path": path})
 
     def _compare_memory_curve(self, request):
-        cmp = self._comparison(request)
+        cmp = self._comparison(request, self._accept_post(request))
         body = dict(cmp.memory_curves())
         peak = cmp.memory_peak()
         body["attribution"] = peak.head(50).to_dict(orient="records")
         return json_response(request, body)
 
     def _compare_communication(self, request):
-        cmp = self._comparison(request)
+        cmp = self._comparison(request, self._accept_post(request))
         res = cmp.communication()
         return json_response(request, {"rows": res.to_list(), "notes": list(getattr(res, "notes", []))})
 
     def _compare_overall(self, request):
-        return json_response(request, overall_payload(self._comparison(request)))
+        may_parse = self._accept_post(request)
+        key = self._overall_key(request)
+        disk = self._store.disk_cache
+        if key is not None and disk is not None:
+            hit = disk.get_json(key)
+            if hit is not None:
+                return json_response(request, hit)
+        body = overall_payload(self._comparison(request, may_parse))
+        if key is not None and disk is not None:
+            disk.put_json(key, body)
+        return json_response(request, body)
+
+    def _overall_key(self, request):
+        """Disk-cache key of a finished overview: both workers' files and every option."""
+        try:
+            base = self._spec(arg(request, "baseline"))
+            target = self._spec(arg(request, "target"))
+        except HttpError:
+            return None
+        self._ensure_backends()
+        return ["overall", base.id, base.fingerprint, target.id, target.fingerprint,
+                request.args.get("base_step"), request.args.get("target_step"), request.args.get("per_step")]
 
     def _runs(self, request):
         snap = self._scanner.snapshot
@@ -231,7 +292,16 @@ class ProfileComparePlugin(base_plugin.TBPlugin):
         return json_response(request, body)
 
     def _worker(self, request):
+        may_parse = self._accept_post(request)
         spec = self._spec(arg(request, "id"))
+        if spec.error:
+            raise HttpError(422, spec.error)
+        st = self._store.status(spec)
+        if st["status"] == "error":
+            raise HttpError(422, st["error"])
+        if not may_parse and not self._store.available(spec) and st["status"] != "loading":
+            raise HttpError(409, f"{spec.id} is not parsed yet; POST load {{\"workers\": [...]}} to parse it",
+                            status="not_loaded")
         prof = self._profile_or_202(spec)
         body = worker_payload(spec, self._store)
         body["summary"] = prof.summary()

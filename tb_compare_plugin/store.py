@@ -197,5 +197,11 @@ class ProfileStore:
     def loaded(self, spec):
         return self.cache.peek(spec.fingerprint)
 
+    def available(self, spec) -> bool:
+        """Parsed already (in memory, or in the disk cache): using it costs no parsing."""
+        if self.cache.peek(spec.fingerprint) is not None:
+            return True
+        return self.disk_cache is not None and self.disk_cache.has(spec.fingerprint)
+
     def get(self, spec, timeout: float | None = None):
         return self.cache.get(spec.fingerprint, lambda p: self._load(spec, p), timeout)

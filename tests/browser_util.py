@@ -1,16 +1,12 @@
 """Helpers for the browser tests: Chromium launch flags, the plugin iframe, console-error
-collection, and a contract mock of the comparison-view routes (docs/api.md) so the tables,
-charts and call stacks can be exercised before (or independently of) the real routes."""
+collection, screenshots, reading the plugin's tables, and a VSCode-like outer page."""
 from __future__ import annotations
 
 import contextlib
 import http.server
-import json
-import math
 import re
 import threading
 from pathlib import Path
-from urllib.parse import parse_qs, urlparse
 
 CHROMIUM = Path("/usr/bin/chromium")
 LAUNCH_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -96,143 +92,46 @@ def shoot(page, path: Path, full: bool = True, scroll_to=None) -> None:
     page.set_viewport_size(vp)
 
 
-# -- contract mock of the view routes ----------------------------------------------------
+# -- reading the plugin's tables ------------------------------------------------------------
 
-def _op_rows(prefix: str, n: int, unit_scale: float = 1.0) -> list[dict]:
-    rows = []
-    for i in range(n):
-        b = round((i * 37 % 101) * 0.37 * unit_scale, 3)
-        t = round(b * (0.5 + (i * 13 % 17) / 10), 3)
-        status = "both"
-        if i % 11 == 3:
-            t, status = 0.0, "baseline_only"
-        elif i % 13 == 5:
-            b, status = 0.0, "target_only"
-        rows.append({"name": f"{prefix}{i:03d}", "base_ms": b, "base_count": i % 7 + 1, "target_ms": t,
-                     "target_count": i % 5 + 1, "diff_ms": round(t - b, 3),
-                     "ratio": round(t / b, 4) if b else None, "status": status})
-    return rows
+_ROWS_JS = """(sel) => {
+  const t = document.querySelector(sel);
+  if (!t) return null;
+  return [...t.querySelectorAll(":scope > tbody > tr")].filter((tr) => tr.getClientRects().length)
+    .map((tr) => ({name: (tr.querySelector("td.name .label") || tr.children[0] || {}).innerText?.trim() ?? "",
+                   path: tr.querySelector("td.name .label")?.title ?? "",
+                   cls: tr.className, cells: [...tr.children].map((td) => td.innerText.trim()),
+                   classes: [...tr.children].map((td) => td.className)}));
+}"""
 
 
-def _module_rows() -> list[dict]:
-    rows, path = [], []
-    names = [(0, "AlexNet_0"), (1, "features_0"), (2, "Conv2d_0"), (2, "ReLU_1"), (2, "Conv2d_3"),
-             (1, "avgpool_0"), (1, "classifier_0"), (2, "Linear_1"), (2, "Dropout_2"), (0, "Optimizer.step#SGD.step")]
-    for i, (d, n) in enumerate(names):
-        path = path[:d] + [n]
-        b = 10.0 / (d + 1) + i
-        t = b * (1.3 if i % 2 else 0.8)
-        rows.append({"name": n, "depth": d, "path": "/ " + "/ ".join(path), "base_ms": round(b, 3),
-                     "base_count": 1, "target_ms": round(t, 3), "target_count": 1, "diff_ms": round(t - b, 3),
-                     "ratio": round(t / b, 4), "status": "both",
-                     "base_call_stack": "/home/me/train.py(12): main;\n/home/me/model.py(40): forward",
-                     "target_call_stack": "/home/me/train.py(12): main\n/home/me/model.py(41): forward"})
-    return rows
+def table_rows(frame, selector: str) -> list[dict] | None:
+    """Visible body rows of the first table matching selector: {name, path (a tree row's title),
+    cls (the row's classes), cells (texts), classes (each cell's)} each."""
+    return frame.evaluate(_ROWS_JS, selector)
 
 
-OP_COLUMNS = [{"key": "name", "label": "Name", "type": "text"},
-              {"key": "base_ms", "label": "Baseline", "type": "ms"},
-              {"key": "base_count", "label": "Baseline calls", "type": "count"},
-              {"key": "target_ms", "label": "Target", "type": "ms"},
-              {"key": "target_count", "label": "Target calls", "type": "count"},
-              {"key": "diff_ms", "label": "Diff", "type": "ms"},
-              {"key": "ratio", "label": "Ratio", "type": "ratio"}]
+def headers(frame, selector: str) -> list[str]:
+    """Column labels of the first table matching selector (without the sort arrows)."""
+    return frame.evaluate("""(s) => [...(document.querySelector(s)?.querySelectorAll('thead th') ?? [])].map((th) => {
+      const b = th.querySelector('button.sort');
+      return (b && b.firstChild ? b.firstChild.textContent : th.innerText).trim();
+    })""", selector)
 
 
-def _memory_rows() -> list[dict]:
-    rows = []
-    for i in range(40):
-        b = (i * 7919 % 97) * 1048576 * 3
-        t = int(b * (0.6 + (i % 9) / 8))
-        rows.append({"name": f"aten::empty_{i}", "base_bytes": b, "target_bytes": t, "diff_bytes": t - b,
-                     "ratio": round(t / b, 4) if b else None, "status": "both"})
-    return rows
+def column_keys(frame, selector: str) -> list[str]:
+    """The server's column keys of a paged table, in display order ("" for a column without one)."""
+    return frame.evaluate("""(s) => [...(document.querySelector(s)?.querySelectorAll('thead th') ?? [])]
+      .map((th) => th.querySelector('button.sort')?.dataset.key ?? '')""", selector)
 
 
-MEM_COLUMNS = [{"key": "name", "label": "Operator", "type": "text"},
-               {"key": "base_bytes", "label": "Baseline allocated", "type": "bytes"},
-               {"key": "target_bytes", "label": "Target allocated", "type": "bytes"},
-               {"key": "diff_bytes", "label": "Diff", "type": "bytes"},
-               {"key": "ratio", "label": "Ratio", "type": "ratio"}]
-
-
-def _curve(n: int, scale: float, period: float) -> dict:
-    t = [i * 0.5 for i in range(n)]
-    alloc = [round(scale * (0.55 + 0.35 * math.sin(x / period) ** 2 + 0.05 * (i % 7) / 7), 3) for i, x in enumerate(t)]
-    reserved = [round(max(alloc[: i + 1]) * 1.1, 3) for i in range(n)]
-    k = max(range(n), key=alloc.__getitem__)
-    return {"t_ms": t, "allocated_mb": alloc, "reserved_mb": reserved,
-            "peak": {"t_ms": t[k], "allocated_mb": alloc[k], "reserved_mb": reserved[k]}}
-
-
-MEMORY_CURVE = {"baseline": _curve(600, 2000, 40), "target": _curve(500, 2600, 31),
-                "attribution": [{"side": "target", "name": "aten::conv2d", "allocated_mb": 812.5, "share": 0.31},
-                                {"side": "target", "name": "aten::addmm", "allocated_mb": 402.25, "share": 0.15},
-                                {"side": "baseline", "name": "aten::conv2d", "allocated_mb": 700.0, "share": 0.35}]}
-
-VIEWS = {
-    "operator": (OP_COLUMNS, _op_rows("aten::op_", 120)),
-    "kernel": ([dict(c, type="us") if c["type"] == "ms" else c for c in OP_COLUMNS], _op_rows("kernel_", 60, 1000)),
-    "api": (OP_COLUMNS, _op_rows("aten::api_", 30)),
-    "communication": (OP_COLUMNS, _op_rows("hcom_allReduce_", 8)),
-    "module": (OP_COLUMNS, _module_rows()),
-    "memory": (MEM_COLUMNS, _memory_rows()),
-}
-
-
-def _page(view: str, q: dict[str, str]) -> dict:
-    cols, rows = VIEWS[view]
-    rows = list(rows)
-    if q.get("q"):
-        rows = [r for r in rows if q["q"].lower() in r["name"].lower()]
-    if q.get("min_diff"):
-        md = float(q["min_diff"])
-        key = "diff_bytes" if view == "memory" else "diff_ms"
-        rows = [r for r in rows if abs(r[key]) >= md * (1048576 if view == "memory" else 1)]
-    if q.get("sort") and view != "module":
-        k = q["sort"]
-        rows.sort(key=lambda r: (r.get(k) is None, r.get(k) if r.get(k) is not None else 0),
-                  reverse=q.get("order") == "desc")
-    off, lim = int(q.get("offset", 0)), int(q.get("limit", 50))
-    return {"columns": cols, "rows": rows[off: off + lim], "total": len(rows), "offset": off, "limit": lim,
-            "summary": {"rows": len(rows), "baseline_only": sum(r["status"] == "baseline_only" for r in rows),
-                        "target_only": sum(r["status"] == "target_only" for r in rows)}}
-
-
-class ContractMock:
-    """Answers compare/<view>, compare/memory_curve and export as docs/api.md describes."""
-
-    ROUTE = re.compile(rf"/data/plugin/{PLUGIN}/(compare/(\w+)|export)(\?|$)")
-
-    def __init__(self) -> None:
-        self.requests: list[tuple[str, dict[str, str]]] = []
-        self.exports: list[dict] = []
-
-    def install(self, page) -> None:
-        page.route(self.ROUTE, self._handle)
-
-    def last(self, view: str) -> dict[str, str]:
-        for v, q in reversed(self.requests):
-            if v == view:
-                return q
-        raise AssertionError(f"no request for {view}")
-
-    def _handle(self, route) -> None:
-        req = route.request
-        u = urlparse(req.url)
-        m = self.ROUTE.search(u.path + ("?" if u.query else ""))
-        what = m.group(2) or "export"
-        q = {k: v[-1] for k, v in parse_qs(u.query).items()}
-        self.requests.append((what, q))
-        if what == "export":
-            self.exports.append(json.loads(req.post_data or "{}"))
-            return route.fulfill(status=200, content_type="application/json",
-                                 body=json.dumps({"path": "/home/me/tb-compare-exports/comparison.xlsx"}))
-        if what == "memory_curve":
-            return route.fulfill(status=200, content_type="application/json", body=json.dumps(MEMORY_CURVE))
-        if what in VIEWS:
-            return route.fulfill(status=200, content_type="application/json", body=json.dumps(_page(what, q)))
-        return route.fallback()
+def num(text: str) -> float:
+    """A number shown by the UI ("+1,234.5 ms", "−0.800", "×1.50") as a float."""
+    t = text.replace("\u2212", "-").replace(",", "").replace("×", "").replace("+", "")
+    m = re.search(r"-?\d+(?:\.\d+)?", t)
+    if not m:
+        raise ValueError(f"no number in {text!r}")
+    return float(m.group(0))
 
 
 VSCODE_SIM = """<!doctype html><html><head><meta charset="utf-8"><title>VSCode sim</title></head>

@@ -51,6 +51,12 @@ class TensorBoard:
         with urllib.request.urlopen(self.url + path, timeout=timeout) as r:
             return r.status, r.read()
 
+    def post_json(self, path: str, body: dict, timeout: float = 120):
+        req = urllib.request.Request(self.url + path, data=json.dumps(body).encode(),
+                                     headers={"Content-Type": "application/json"}, method="POST")
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            return json.loads(r.read())
+
     def get_json(self, path: str, timeout: float = 60):
         status, body = self.get(path, timeout)
         return json.loads(body)

@@ -49,7 +49,9 @@ def test_planted_time_regressions(planted):
 def test_route_equals_cli():
     c = make_client(SAMPLES)
     q = f"baseline={RUNS['baseline_gpu'][0]}&target={RUNS['target_npu'][0]}"
-    r = c.get(PREFIX + "/compare/overall?" + q)
+    r = c.post(PREFIX + "/compare/overall", data=json.dumps({"baseline": RUNS["baseline_gpu"][0],
+                                                            "target": RUNS["target_npu"][0]}),
+               content_type="application/json")
     assert r.status_code == 200, r.get_data()[:300]
     route = json.loads(r.get_data())
     cli = cli_json("baseline_gpu", "target_npu")

@@ -33,7 +33,8 @@ def _make_readonly(root):
         os.chmod(d, stat.S_IRUSR | stat.S_IXUSR | stat.S_IRGRP | stat.S_IXGRP)
 
 
-def test_real_tensorboard_lists_samples(tmp_path):
+def test_real_tensorboard_lists_samples(tmp_path, monkeypatch):
+    monkeypatch.setenv("TB_COMPARE_CACHE_DIR", str(tmp_path / "cache"))
     logdir = tmp_path / "logdir"
     shutil.copytree(SAMPLES, logdir)
     broken = logdir / "broken_run"
@@ -51,12 +52,18 @@ def test_real_tensorboard_lists_samples(tmp_path):
             assert {"baseline_gpu", "target_npu", "broken_run"} <= names
             bad = [w for r in body["runs"] for w in r["workers"] if r["name"] == "broken_run"][0]
             try:
-                tb.get("/data/plugin/profile_compare/worker?id=" + bad["id"])
+                tb.post_json("/data/plugin/profile_compare/worker", {"id": bad["id"]})
                 raise AssertionError("a truncated trace must not load")
             except urllib.error.HTTPError as e:
                 assert e.code == 422 and "w.pt.trace.json" in json.loads(e.read())["error"]
             q = "baseline=baseline_gpu/worker0&target=target_npu/rank0_ascend_pt"
-            over = tb.get_json("/data/plugin/profile_compare/compare/overall?" + q)
+            try:
+                tb.get_json("/data/plugin/profile_compare/compare/overall?" + q)
+                raise AssertionError("a GET must not start parsing")
+            except urllib.error.HTTPError as e:
+                assert e.code == 409 and json.loads(e.read())["status"] == "not_loaded"
+            over = tb.post_json("/data/plugin/profile_compare/compare/overall",
+                                {"baseline": "baseline_gpu/worker0", "target": "target_npu/rank0_ascend_pt"})
             assert any(m["name"] == "E2E Time" for m in over["overall_metrics"])
             static = os.path.join(os.path.dirname(__file__), "..", "tb_compare_plugin", "static", "index.js")
             if os.path.exists(static):

@@ -1,0 +1,96 @@
+"""Concurrency: 50 simultaneous requests for the same uncached comparison cause one parse per
+worker and one computation, and all get the same answer; other routes are served meanwhile; a
+parser process that dies is reported, not hung on."""
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from tb_compare_plugin import comparison, loaders
+from tb_compare_plugin.parsepool import crash_marker
+
+from conftest import SAMPLES
+from test_plugin_routes import PREFIX, make_client
+
+BODY = {"baseline": "baseline_gpu/worker0", "target": "target_npu/rank0_ascend_pt"}
+
+
+@pytest.fixture
+def fresh_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("TB_COMPARE_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("TB_COMPARE_PROCESSES", "0")      # count parses in this process
+
+
+def test_fifty_identical_requests_one_computation(fresh_cache, monkeypatch):
+    parses, builds = [], []
+    real_load, real_init = loaders.load, comparison.Comparison.__init__
+
+    def counting_load(fmt, root, progress=None):
+        parses.append(root)
+        return real_load(fmt, root, progress=progress)
+
+    def counting_init(self, *a, **k):
+        builds.append(1)
+        real_init(self, *a, **k)
+    monkeypatch.setattr(loaders, "load", counting_load)
+    monkeypatch.setattr(comparison.Comparison, "__init__", counting_init)
+    c = make_client(SAMPLES)
+    c.get(PREFIX + "/runs")
+
+    def one(_):
+        for _ in range(200):
+            r = c.post(PREFIX + "/compare/overall", data=json.dumps(BODY), content_type="application/json")
+            if r.status_code != 202:
+                return r.status_code, r.get_data()
+            time.sleep(0.05)
+        return 0, b""
+    other = []
+    stop = threading.Event()
+
+    def keep_listing():
+        while not stop.is_set():
+            t = time.perf_counter()
+            other.append((c.get(PREFIX + "/runs").status_code, time.perf_counter() - t))
+    lister = threading.Thread(target=keep_listing)
+    lister.start()
+    try:
+        with ThreadPoolExecutor(50) as ex:
+            results = list(ex.map(one, range(50)))
+    finally:
+        stop.set()
+        lister.join()
+    assert all(code == 200 for code, _ in results), {code for code, _ in results}
+    bodies = {body for _, body in results}
+    assert len(bodies) == 1
+    assert len(parses) == 2, parses             # one parse per worker
+    assert len(builds) == 1                     # one comparison
+    assert other and all(code == 200 for code, _ in other)
+    print(f"\n50 concurrent identical requests: {len(parses)} parses, {len(builds)} computation; "
+          f"{len(other)} runs listings served meanwhile, slowest {max(t for _, t in other):.3f}s")
+
+
+def test_dead_parser_is_reported(tmp_path, monkeypatch):
+    monkeypatch.setenv("TB_COMPARE_CACHE_DIR", str(tmp_path / "cache"))
+    c = make_client(SAMPLES)
+    runs = json.loads(c.get(PREFIX + "/runs").get_data())
+    root = [w for r in runs["runs"] for w in r["workers"] if w["id"] == "target_npu_v2/rank0_ascend_pt"]
+    assert root
+    marker = crash_marker(str(SAMPLES / "target_npu_v2" / "rank0_ascend_pt"))
+    open(marker, "w").close()
+    try:
+        r = c.post(PREFIX + "/worker", data=json.dumps({"id": "target_npu_v2/rank0_ascend_pt"}),
+                   content_type="application/json")
+    finally:
+        os.unlink(marker)
+    assert r.status_code == 422, r.get_data()
+    assert "parser process died" in json.loads(r.get_data())["error"]
+    assert c.get(PREFIX + "/runs").status_code == 200
+    # retried on the user's next explicit load
+    r = c.post(PREFIX + "/load", data=json.dumps({"workers": ["target_npu_v2/rank0_ascend_pt"]}),
+               content_type="application/json")
+    assert r.status_code == 200
