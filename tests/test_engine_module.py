@@ -1,6 +1,6 @@
 """Tests of the module comparison: a hand-made profile with forward, backward and optimizer
 modules, then the real corpus against the reference's Module sheets (golden pairs i, ii, v).
-Deliberate differences from the reference are in docs/deviations_operator.md."""
+Deliberate differences from the reference are in docs/deviations.md (operator and module section)."""
 from __future__ import annotations
 
 import json
@@ -132,7 +132,7 @@ PAIRS = {
     "ii_npu_l0r0_vs_l1r0": (("ascend-text", f"{L0}/rank0_ascend_pt"), ("ascend-text", f"{L1}/rank0_ascend_pt")),
     "v_npu_db_l1r0_vs_l1r1": (("ascend-db", f"{DB}/rank0_ascend_pt"), ("ascend-db", f"{DB}/rank1_ascend_pt")),
 }
-# docs/deviations_operator.md: in DB mode the reference keeps one kernel per operator, so the values
+# docs/deviations.md (operator and module section): in DB mode the reference keeps one kernel per operator, so the values
 # of pair v differ; there only the rows' identity (module path, operator names) is compared.
 VALUES_DEVIATE = {"v_npu_db_l1r0_vs_l1r1"}
 

@@ -1,6 +1,6 @@
 """Tests of the operator comparison: sequence alignment, name mapping, the op tree, the engine on
 hand-made profiles, then the real corpus against the reference's Operator sheets (pairs iii, iv).
-Deliberate differences from the reference are in docs/deviations_operator.md."""
+Deliberate differences from the reference are in docs/deviations.md (operator and module section)."""
 from __future__ import annotations
 
 import json
@@ -362,7 +362,7 @@ PAIRS = {
     "iv_gpu_hta_control_vs_test": (("trace-json", "gpu/hta_trace_diff/control/control.pt.trace.json.gz"),
                                    ("trace-json", "gpu/hta_trace_diff/test/test.pt.trace.json.gz")),
 }
-# Documented in docs/deviations_operator.md: sheets whose row count differs, and the golden top-10
+# Documented in docs/deviations.md (operator and module section): sheets whose row count differs, and the golden top-10
 # rows (by operator names) whose values differ for the reasons given there.
 ROWCOUNT_DEVIATES = {("iii_gpu_resnet50_vs_npu_l1r0", "OperatorCompare"),
                      ("iv_gpu_hta_control_vs_test", "OperatorCompare")}

@@ -186,13 +186,13 @@ def test_path_target_and_filename(tmp_path, monkeypatch):
 
 # sheets whose row count differs from the reference on purpose, and where that is documented
 ROW_COUNT_DEVIATIONS = {
-    ("iii", "OperatorCompare"): "operator engine: LCS alignment, not difflib (docs/deviations_memory.md 7)",
-    ("iii", "MemoryCompare"): "rows are the operator engine's pairs (docs/deviations_memory.md 7)",
-    ("iv", "OperatorCompare"): "operator engine: LCS alignment, not difflib (docs/deviations_memory.md 7)",
-    ("iv", "CommunicationCompare"): "one row per NCCL collective (docs/deviations_communication.md 1)",
+    ("iii", "OperatorCompare"): "operator engine: LCS alignment, not difflib (docs/deviations.md, memory 7)",
+    ("iii", "MemoryCompare"): "rows are the operator engine's pairs (docs/deviations.md, memory 7)",
+    ("iv", "OperatorCompare"): "operator engine: LCS alignment, not difflib (docs/deviations.md, memory 7)",
+    ("iv", "CommunicationCompare"): "one row per NCCL collective (docs/deviations.md, communication 1)",
 }
-ABSENT = {("iv", "MemoryCompareStatistic"): "no memory data, no memory sheets (docs/deviations_memory.md 1)",
-          ("iv", "MemoryCompare"): "no memory data, no memory sheets (docs/deviations_memory.md 1)"}
+ABSENT = {("iv", "MemoryCompareStatistic"): "no memory data, no memory sheets (docs/deviations.md, memory 1)",
+          ("iv", "MemoryCompare"): "no memory data, no memory sheets (docs/deviations.md, memory 1)"}
 ENGINE_MODULE = {"CommunicationCompare": "communication", "ModuleCompareStatistic": "module",
                  "ModuleCompare": "module", "OperatorCompareStatistic": "operator", "OperatorCompare": "operator",
                  "MemoryCompareStatistic": "memory", "MemoryCompare": "memory", "ApiCompare": "api",
