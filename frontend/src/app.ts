@@ -11,7 +11,9 @@ import {currentHash, defaultQuery, hashMatches, hashTab, PLUGIN, type SideSel, t
         type TableQuery, VIEWS, type ViewName, watchHash, writeHash} from "./state";
 import {connectHost} from "./tbhost";
 import type {Env, OverallResponse, RunsResponse, Worker} from "./types";
-import {failure, pairParams, progressBox, renderMemoryView, renderTableView} from "./views";
+import {renderCommView} from "./commview";
+import {renderMemoryView} from "./memview";
+import {failure, pairParams, progressBox, renderTableView} from "./views";
 import {framedCrossOrigin, Workbook} from "./workbook";
 
 const NEEDS: Partial<Record<ViewName, string>> = {memory: "memory", module: "modules", communication: "communication"};
@@ -80,7 +82,7 @@ export class App {
   }
 
   private query(view: ViewName): TableQuery {
-    return this.st.tables[view] ?? defaultQuery();
+    return this.st.tables[view] ?? defaultQuery(view);
   }
 
   private onHash(hash: string): void {
@@ -124,7 +126,8 @@ export class App {
   private available(): Set<ViewName> {
     const out = new Set<ViewName>(VIEWS);
     const b = findWorker(this.runs, this.st.base?.worker), t = findWorker(this.runs, this.st.target?.worker);
-    const lacks = (w: Worker | null, flag: string) => !!w?.has && w.has[flag] === false;
+    // a worker's `has` flags are known only once it is parsed
+    const lacks = (w: Worker | null, flag: string) => w?.status === "ok" && !!w.has && w.has[flag] === false;
     for (const [view, flag] of Object.entries(NEEDS)) {
       const gone = view === "module" ? lacks(b, flag) || lacks(t, flag) : lacks(b, flag) && lacks(t, flag);
       if (gone) out.delete(view as ViewName);
@@ -161,7 +164,8 @@ export class App {
   // -- content -------------------------------------------------------------------------
   private contentKey(): string {
     const s = this.st;
-    return JSON.stringify([s.base, s.target, s.view, s.view === "overview" ? s.perStep : null]);
+    return JSON.stringify([s.base, s.target, s.view, s.view === "overview" ? s.perStep : null,
+                           s.view === "operator" ? this.query("operator").sub : null]);
   }
 
   private show(force: boolean): void {
@@ -189,10 +193,11 @@ export class App {
     const ctx = {
       base, target, jump: this.env?.vscode === true || framedCrossOrigin(), alive,
       query: this.query(view),
-      onQuery: (q: TableQuery) => this.set({tables: {...this.st.tables, [view]: q}}, false),
+      onQuery: (q: TableQuery, rerender = false) => this.set({tables: {...this.st.tables, [view]: q}}, rerender),
     };
     if (view === "overview") await this.renderOverview(alive);
     else if (view === "memory") await renderMemoryView(this.content, ctx);
+    else if (view === "communication") await renderCommView(this.content, ctx);
     else await renderTableView(view, this.content, ctx);
   }
 

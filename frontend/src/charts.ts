@@ -230,12 +230,9 @@ export function lineChart(series: Series[], markers: Marker[],
     }
     for (const mk of markers) {
       if (mk.x < dom[0] || mk.x > dom[1]) continue;
-      const cx = X(mk.x), cy = Y(mk.y);
-      const right = cx < L + pw - 150;
-      gPlot.append(s("circle", {cx, cy, r: 4.5, fill: "#fff", stroke: mk.color, "stroke-width": 2},
-                     s("title", null, mk.label)),
-                   s("text", {class: "halo", x: right ? cx + 7 : cx - 7, y: Math.max(T + 10, cy - 8), "text-anchor": right ? "start" : "end",
-                              fill: mk.color, "font-weight": "600"}, mk.label));
+      // the labels are in the legend: in the plot they would sit on the curves and reference lines
+      gPlot.append(s("circle", {cx: X(mk.x), cy: Y(mk.y), r: 4.5, fill: "#fff", stroke: mk.color, "stroke-width": 2},
+                     s("title", null, mk.label)));
     }
   }
 
@@ -300,7 +297,8 @@ export function lineChart(series: Series[], markers: Marker[],
                   h("button", {class: "btn", type: "button", onClick: () => zoom(2)}, "Zoom out"),
                   h("button", {class: "btn", type: "button", onClick: () => clampDom(full[0], full[1])}, "Reset zoom"));
   const legend = h("div", {class: "legend"}, ...series.map((r) =>
-    h("span", null, h("span", {class: r.dash ? "dash" : "solid", style: {borderColor: r.color}}), r.name)));
+    h("span", null, h("span", {class: r.dash ? "dash" : "solid", style: {borderColor: r.color}}), r.name)),
+    ...markers.map((mk) => h("span", {class: "mk-label"}, h("span", {class: "ring", style: {borderColor: mk.color}}), mk.label)));
   draw();
   return h("div", {class: "linechart"}, tools, svg, readout, legend);
 }

@@ -43,7 +43,22 @@ export function fmtMB(bytes: unknown): string {
   return isNum(bytes) ? fmtNum(bytes / (1024 * 1024)) : fmtNum(bytes);
 }
 
-export const UNIT: Record<string, string> = {ms: "ms", us: "µs", bytes: "MB"};
+export const UNIT: Record<string, string> = {ms: "ms", us: "µs", bytes: "MB", mb: "MB", kb: "KB"};
+
+/** What the server's min_diff is compared with, per UI unit: bytes columns are shown (and typed) in MB. */
+export const MIN_DIFF_SCALE: Record<string, number> = {bytes: 1048576};
+
+/**
+ * Text for a cell. Ascend exports wrap shape lists over lines ("4,512;\r\n4096") and CSV
+ * quoting can survive ("\"4,512\""): a line break after ";" or "," is dropped, any other
+ * becomes a space, and one pair of surrounding double quotes is removed.
+ */
+export function cleanText(v: unknown): string {
+  if (v === null || v === undefined) return "";
+  let t = String(v).replace(/([;,])\s*\r?\n\s*/g, "$1").replace(/\s*\r?\n\s*/g, " ").replace(/\r/g, "");
+  if (t.length >= 2 && t.startsWith('"') && t.endsWith('"') && !t.slice(1, -1).includes('"')) t = t.slice(1, -1);
+  return t;
+}
 
 /** Whether a column holds a difference (signed display, coloured). */
 export function isDiffKey(key: string): boolean {
@@ -55,6 +70,9 @@ export function fmtCell(col: Column, v: unknown): string {
   switch (col.type) {
     case "ms":
     case "us":
+    case "mb":
+    case "kb":
+    case "number":
       return diff ? fmtSigned(v) : fmtNum(v);
     case "bytes":
       return isNum(v) ? (diff ? fmtSigned(v / 1048576) : fmtMB(v)) : fmtNum(v);
@@ -66,7 +84,7 @@ export function fmtCell(col: Column, v: unknown): string {
       return isNum(v) ? fmtPct(v) : fmtNum(v);
     default:
       if (isNum(v)) return diff ? fmtSigned(v) : fmtNum(v);
-      return v === null || v === undefined ? "" : String(v);
+      return cleanText(v);
   }
 }
 

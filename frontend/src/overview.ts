@@ -1,15 +1,16 @@
 /**
  * The Overview: headline figures, each side's time split (stacked bars), a waterfall from the
  * baseline E2E to the target E2E, hints that point big deltas at the view that explains them,
- * the metric tree (expand/collapse, kernels on demand) and the communication rows.
+ * the metric tree (metrics.ts) and the communication rows.
  */
 import {type BarRow, type Segment, stackedBars, type Step, waterfall} from "./charts";
-import {h, replace} from "./dom";
+import {h} from "./dom";
 import {fmtCount, fmtNum, fmtRatio, fmtSigned, higherIsBetter, isNum, verdict} from "./format";
 import type {ViewName} from "./state";
 import {commTable, isCommRows} from "./comm";
+import {metricTable} from "./metrics";
 import {autoColumns, staticTable} from "./table";
-import type {Kernel, MetricRow, OverallResponse, Row} from "./types";
+import type {MetricRow, OverallResponse, Row} from "./types";
 
 export interface OverviewCtx {
   data: OverallResponse;
@@ -132,21 +133,52 @@ const VIEW_LABEL: Record<ViewName, string> = {overview: "Overview", operator: "O
   kernel: "Kernel", api: "API", communication: "Communication", memory: "Memory"};
 export {VIEW_LABEL};
 
+/** The depth-0 ancestor of each row (itself for depth 0). */
+function topOf(rows: MetricRow[]): MetricRow[] {
+  let top = rows[0];
+  return rows.map((r) => (depthOf(r) === 0 ? (top = r) : top));
+}
+
+function isAncestor(rows: MetricRow[], a: number, b: number): boolean {   // a above b in the tree
+  if (a >= b || depthOf(rows[b]) <= depthOf(rows[a])) return false;
+  for (let j = a + 1; j <= b; j++) if (depthOf(rows[j]) <= depthOf(rows[a])) return false;
+  return true;
+}
+
+/**
+ * The biggest differences, each pointing at the view that explains it. A row whose difference
+ * is larger than its top-level part's (a group total that is mostly overlapped, transmit inside
+ * an uncovered time) does not explain the E2E change and is left out; of a parent and a child
+ * with the same difference the child (more specific) is kept, unless the parent is a top-level part.
+ */
 function hints(rows: MetricRow[], e2e: MetricRow | undefined, ctx: OverviewCtx): HTMLElement | null {
   const scale = e2e ? Math.max(dur(e2e, "baseline"), dur(e2e, "target")) : 0;
-  const sorted = rows.filter((r) => !isE2E(r) && isNum(r.diff_ms) && Math.abs(r.diff_ms) > 0 &&
-                                    (!scale || Math.abs(r.diff_ms) >= scale * 0.01))
-    .sort((a, b) => Math.abs(b.diff_ms as number) - Math.abs(a.diff_ms as number));
-  const cands: MetricRow[] = [];
-  for (const r of sorted) {            // a parent and its only moving child say the same thing: keep one
-    const d = r.diff_ms as number;
-    if (cands.some((c) => Math.abs((c.diff_ms as number) - d) <= Math.abs(d) * 0.02)) continue;
-    const rule = HINTS.find((x) => x.re.test(r.name));
-    if (rule && cands.filter((c) => HINTS.find((x) => x.re.test(c.name)) === rule).length >= 2) continue;
-    cands.push(r);
-    if (cands.length >= 5) break;
+  const tops = topOf(rows);
+  const abs = (r: MetricRow) => Math.abs(r.diff_ms as number);
+  const idx = rows.map((_, i) => i).filter((i) => {
+    const r = rows[i];
+    if (isE2E(r) || !isNum(r.diff_ms) || abs(r) === 0 || (scale && abs(r) < scale * 0.005)) return false;
+    const t = tops[i];
+    return !(t !== r && isNum(t?.diff_ms) && isTime(t) && abs(r) > Math.abs(t.diff_ms) * 1.02 + 1e-9);
+  }).sort((a, b) => (Math.round(abs(rows[b]) * 1e6) - Math.round(abs(rows[a]) * 1e6)) ||
+                    (depthOf(rows[b]) - depthOf(rows[a])));
+  const chosen: number[] = [];
+  for (const i of idx) {
+    const d = abs(rows[i]);
+    const same = (j: number) => Math.abs(abs(rows[j]) - d) <= d * 0.02;
+    // the same move seen at two levels: keep the more specific row, but a top-level part
+    // (Uncovered Communication Time) reads better than its single group row
+    const k = chosen.findIndex((j) => (isAncestor(rows, i, j) || isAncestor(rows, j, i)) && same(j));
+    if (k >= 0) {
+      const j = chosen[k];
+      if (isAncestor(rows, i, j) && depthOf(rows[i]) === 0) chosen[k] = i;
+      continue;
+    }
+    chosen.push(i);
+    if (chosen.length >= 6) break;
   }
-  const items: HTMLElement[] = cands.map((r) => {
+  const items: HTMLElement[] = chosen.map((i) => {
+    const r = rows[i];
     const rule = HINTS.find((x) => x.re.test(r.name));
     const v = verdict(r.diff_ms, "diff", higherIsBetter(r.name));
     return hintItem(v, r.name.trim(), `${fmtSigned(r.diff_ms)} ms${isNum(r.ratio) ? ` (${fmtRatio(r.ratio)})` : ""}`,
@@ -156,7 +188,7 @@ function hints(rows: MetricRow[], e2e: MetricRow | undefined, ctx: OverviewCtx):
   const mb = mem?.baseline?.peak_reserved_gb, mt = mem?.target?.peak_reserved_gb;
   if (isNum(mb) && isNum(mt) && Math.abs(mt - mb) > 0.05 * Math.max(mb, mt)) {
     items.push(hintItem(verdict(mt - mb, "diff"), "Peak reserved memory",
-                        `${fmtSigned(mt - mb)} GB${mb > 0 ? ` (${fmtRatio(mt / mb)})` : ""}`, HINTS[0], ctx));
+                        `${fmtSigned(mt - mb)} GB = ${mibText(mt - mb)}${mb > 0 ? ` (${fmtRatio(mt / mb)})` : ""}`, HINTS[0], ctx));
   }
   if (!items.length) return null;
   return h("ul", {class: "hints", "aria-label": "Biggest differences"}, ...items);
@@ -164,19 +196,27 @@ function hints(rows: MetricRow[], e2e: MetricRow | undefined, ctx: OverviewCtx):
 
 function hintItem(v: string, name: string, delta: string, rule: HintRule | undefined, ctx: OverviewCtx): HTMLElement {
   const views = (rule?.views ?? []).filter((x) => ctx.available.has(x));
-  return h("li", {class: v}, h("b", null, name), " ", h("span", {class: v}, delta),
+  return h("li", {class: v, "data-metric": name}, h("b", null, name), " ", h("span", {class: v}, delta),
            rule ? h("span", {class: "muted"}, ` — ${rule.why}${views.length ? ": " : ""}`) : null,
            ...views.flatMap((x, i) => [i ? ", " : "", h("button", {class: "linkish", type: "button", "data-view": x,
                                                                    onClick: () => ctx.onView(x)}, `${VIEW_LABEL[x]} view`)]));
 }
 
-function kpi(name: string, base: unknown, tgt: unknown, unit: string, higherBetter = false): HTMLElement {
+/** A headline figure: baseline → target, then the signed difference (and `extra`, e.g. the same in MiB). */
+export function kpi(name: string, base: unknown, tgt: unknown, unit: string, higherBetter = false, extra = ""): HTMLElement {
   const d = isNum(base) && isNum(tgt) ? tgt - base : null;
   const v = verdict(d, "diff", higherBetter);
-  return h("div", {class: "kpi"}, h("div", {class: "k"}, name),
+  return h("div", {class: "kpi", "data-kpi": name}, h("div", {class: "k"}, name),
            h("div", {class: "v"}, `${fmtNum(base)} → ${fmtNum(tgt)} ${unit}`),
-           h("div", {class: v}, d === null ? "\u00a0" : `${fmtSigned(d)} ${unit}`,
+           h("div", {class: v}, d === null ? "\u00a0" : `${fmtSigned(d)} ${unit}`, extra ? ` (${extra})` : "",
              isNum(base) && isNum(tgt) && base > 0 ? ` · ${fmtRatio(tgt / base)}` : ""));
+}
+
+/** "+256 MiB" for a difference given in GiB (Mem Usage is reported in GB = 1024³ bytes). */
+function mibText(gbDiff: number | null): string {
+  if (gbDiff === null || gbDiff === 0) return "";
+  const mib = Math.round(gbDiff * 1024 * 10) / 10;
+  return `${Number.isInteger(mib) ? (mib > 0 ? "+" : "−") + fmtCount(Math.abs(mib)) : fmtSigned(mib)} MiB`;
 }
 
 function kpis(data: OverallResponse, rows: MetricRow[]): HTMLElement {
@@ -184,120 +224,14 @@ function kpis(data: OverallResponse, rows: MetricRow[]): HTMLElement {
   const order = [...pick.filter(isE2E), ...pick.filter((r) => !isE2E(r))].slice(0, 4);
   const out = h("div", {class: "kpis"}, ...order.map((r) => kpi(r.name.trim(), r.baseline?.duration_ms, r.target?.duration_ms, "ms")));
   const mb = data.memory?.baseline?.peak_reserved_gb, mt = data.memory?.target?.peak_reserved_gb;
-  if (isNum(mb) || isNum(mt)) out.append(kpi("Peak reserved memory", mb, mt, "GB"));
+  if (isNum(mb) || isNum(mt)) {
+    out.append(kpi("Peak reserved memory", mb, mt, "GB", false, isNum(mb) && isNum(mt) ? mibText(mt - mb) : ""));
+  }
   for (const [key, label] of [["sdma_gbps", "SDMA bandwidth"], ["rdma_gbps", "RDMA bandwidth"]]) {
     const bb = data.bandwidth?.baseline?.[key], bt = data.bandwidth?.target?.[key];
     if ((isNum(bb) && bb > 0) || (isNum(bt) && bt > 0)) out.append(kpi(label, bb, bt, "GB/s", true));
   }
   return out;
-}
-
-/** Kernel names can be whole C++ signatures: drop "void " and the trailing argument list. */
-export function shortKernel(name: string): string {
-  let t = name.replace(/^void\s+/, "");
-  if (t.endsWith(")")) {
-    let depth = 0;
-    for (let i = t.length - 1; i > 0; i--) {
-      if (t[i] === ")") depth++;
-      else if (t[i] === "(" && --depth === 0) {
-        t = t.slice(0, i);
-        break;
-      }
-    }
-  }
-  return t.length > 140 ? t.slice(0, 139) + "…" : t;
-}
-
-function kernelLists(r: MetricRow): {baseline: Kernel[]; target: Kernel[]; flat: Kernel[]} {
-  const k = r.kernels;
-  if (!k) return {baseline: [], target: [], flat: []};
-  if (Array.isArray(k)) {
-    const b = k.filter((x) => x.side === "baseline"), t = k.filter((x) => x.side === "target");
-    return b.length || t.length ? {baseline: b, target: t, flat: []} : {baseline: [], target: [], flat: k};
-  }
-  return {baseline: k.baseline ?? [], target: k.target ?? [], flat: []};
-}
-
-function kernelTable(title: string, ks: Kernel[]): HTMLElement {
-  const body = h("tbody", null, ...ks.map((k) => h("tr", null,
-    h("td", {class: "name", title: k.name}, shortKernel(k.name)), h("td", {class: "num"}, fmtNum(k.duration_ms)),
-    h("td", {class: "num"}, fmtCount(k.count)))));
-  if (!ks.length) body.append(h("tr", null, h("td", {colspan: "3", class: "muted"}, "none")));
-  return h("div", null, h("h3", null, title), h("table", {class: "t", "aria-label": title},
-    h("thead", null, h("tr", null, h("th", {scope: "col"}, "Kernel"), h("th", {scope: "col", class: "num"}, "Duration (ms)"),
-                       h("th", {scope: "col", class: "num"}, "Count"))), body));
-}
-
-function unitOf(r: MetricRow): string {
-  return r.unit && r.unit !== "ms" ? ` ${r.unit}` : "";
-}
-
-/** The metric tree: indentation by depth, collapsible parents, kernels on demand. */
-export function metricTable(rows: MetricRow[], label: string): HTMLElement {
-  const collapsed = new Set<number>();
-  const open = new Set<number>();
-  const wrap = h("div", {class: "tbl-wrap"});
-  const hasKids = (i: number) => i + 1 < rows.length && depthOf(rows[i + 1]) > depthOf(rows[i]);
-  const kcount = (r: MetricRow) => {
-    const k = kernelLists(r);
-    return k.flat.length + k.baseline.length + k.target.length;
-  };
-  const anyKernels = rows.some((r) => kcount(r) > 0);
-  function draw(): void {
-    const body = h("tbody");
-    let hideBelow = Infinity;
-    rows.forEach((r, i) => {
-      const d = depthOf(r);
-      if (d <= hideBelow) hideBelow = Infinity;
-      if (hideBelow !== Infinity) return;
-      if (collapsed.has(i)) hideBelow = d;
-      const hib = higherIsBetter(r.name);
-      const vd = verdict(r.diff_ms, "diff", hib), vr = verdict(r.ratio, "ratio", hib);
-      const u = unitOf(r);
-      const name = h("td", {class: "name", style: {paddingLeft: `${8 + d * 18}px`}});
-      if (hasKids(i)) {
-        const isOpen = !collapsed.has(i);
-        name.append(h("button", {class: "tog", type: "button", "aria-expanded": String(isOpen),
-                                 "aria-label": `${isOpen ? "Collapse" : "Expand"} ${r.name.trim()}`,
-                                 onClick: () => { if (isOpen) collapsed.add(i); else collapsed.delete(i); draw(); }},
-                           isOpen ? "▾" : "▸"));
-      } else name.append(h("span", {class: "tog", "aria-hidden": "true"}));
-      name.append(h("span", {class: "label"}, r.name.trim()));
-      const n = kcount(r);
-      let kcell: HTMLElement | null = null;
-      if (anyKernels) {
-        kcell = h("td");
-        if (n) {
-          const ks = kernelLists(r);
-          const top = [...ks.flat, ...ks.baseline, ...ks.target].slice(0, 12)
-            .map((k) => `${k.side ? k.side + ": " : ""}${shortKernel(k.name)} — ${fmtNum(k.duration_ms)} ms × ${fmtCount(k.count)}`).join("\n");
-          const isOpen = open.has(i);
-          kcell.append(h("button", {class: "btn small", type: "button", title: top, "aria-expanded": String(isOpen),
-                                    onClick: () => { if (isOpen) open.delete(i); else open.add(i); draw(); }},
-                             `${isOpen ? "Hide" : "Kernels"} (${n})`));
-        }
-      }
-      body.append(h("tr", {class: d === 0 ? "row-top" : ""}, name,
-        h("td", {class: "num"}, fmtNum(r.baseline?.duration_ms) + u), h("td", {class: "num"}, fmtCount(r.baseline?.count)),
-        h("td", {class: "num"}, fmtNum(r.target?.duration_ms) + u), h("td", {class: "num"}, fmtCount(r.target?.count)),
-        h("td", {class: `num ${vd}`}, fmtSigned(r.diff_ms) + u, vd ? h("span", {"aria-hidden": "true"}, vd === "worse" ? " ▲" : " ▼") : ""),
-        h("td", {class: `num ${vr}`}, fmtRatio(r.ratio)), kcell));
-      if (open.has(i) && n) {
-        const ks = kernelLists(r);
-        const inner = ks.flat.length ? kernelTable(`Kernels in ${r.name.trim()}`, ks.flat)
-          : h("div", {class: "kern"}, kernelTable("Baseline kernels", ks.baseline), kernelTable("Target kernels", ks.target));
-        body.append(h("tr", {class: "detail"}, h("td", {colspan: "8"}, inner)));
-      }
-    });
-    replace(wrap, h("table", {class: "t metrics", "aria-label": label},
-      h("thead", null, h("tr", null, h("th", {scope: "col"}, "Metric"),
-        h("th", {class: "num", scope: "col"}, "Baseline (ms)"), h("th", {class: "num", scope: "col"}, "Count"),
-        h("th", {class: "num", scope: "col"}, "Target (ms)"), h("th", {class: "num", scope: "col"}, "Count"),
-        h("th", {class: "num", scope: "col"}, "Diff (ms)"), h("th", {class: "num", scope: "col"}, "Ratio"),
-        anyKernels ? h("th", {scope: "col"}, "Kernels") : null)), body));
-  }
-  draw();
-  return wrap;
 }
 
 function communication(data: OverallResponse["communication"]): HTMLElement | null {
@@ -317,11 +251,25 @@ function communication(data: OverallResponse["communication"]): HTMLElement | nu
   return null;
 }
 
+/** Notes without repeats: the same sentence prefixed by different sections ("Overview: …", "Communication: …") once. */
+export function uniqueNotes(notes: unknown[]): string[] {
+  const seen = new Set<string>();
+  const out: string[] = [];
+  for (const n of notes) {
+    if (typeof n !== "string" || !n.trim()) continue;
+    const key = n.replace(/^[A-Z][\w ]{0,30}:\s+/, "").trim().toLowerCase();
+    if (seen.has(key)) continue;
+    seen.add(key);
+    out.push(n);
+  }
+  return out;
+}
+
 export function renderOverview(ctx: OverviewCtx): HTMLElement {
   const rows = (ctx.data.overall_metrics ?? []).filter((r) => r && typeof r.name === "string");
   const e2e = rows.find(isE2E);
   const out = h("div", {class: "overview"});
-  const notes = ctx.data.notes ?? [];
+  const notes = uniqueNotes(ctx.data.notes ?? []);
   const sc = ctx.data.steps_count;
   const differ = sc && isNum(sc.baseline) && isNum(sc.target) ? sc.baseline !== sc.target : ctx.stepsDiffer;
   const offerPerStep = ctx.data.per_step_available ?? (differ || ctx.data.per_step === true);

@@ -16,6 +16,7 @@ export interface SideSel {
 }
 
 export interface TableQuery {
+  sub: string;               // a view's variant, e.g. "pairs" (operator: per instance instead of by name)
   sort: string;
   order: "asc" | "desc" | "";
   q: string;
@@ -34,8 +35,13 @@ export interface State {
 
 export const DEFAULT_LIMIT = 50;
 
-export function defaultQuery(): TableQuery {
-  return {sort: "", order: "", q: "", minDiff: "", offset: 0, limit: DEFAULT_LIMIT};
+/** Rows per page when the user has not chosen: the module tree reads best whole. */
+export function defaultLimit(view: ViewName | null | undefined): number {
+  return view === "module" ? 500 : DEFAULT_LIMIT;
+}
+
+export function defaultQuery(view?: ViewName): TableQuery {
+  return {sub: "", sort: "", order: "", q: "", minDiff: "", offset: 0, limit: defaultLimit(view)};
 }
 
 export function initialState(): State {
@@ -113,14 +119,15 @@ export function stateFromHash(hash: string): State {
   const ps = k.get("ps");
   st.perStep = ps === "1" ? true : ps === "0" ? false : null;
   if (st.view !== "overview") {
-    const q = defaultQuery();
+    const q = defaultQuery(st.view);
+    q.sub = k.get("m") ?? "";
     q.sort = k.get("s") ?? "";
     const o = k.get("o");
     q.order = o === "asc" || o === "desc" ? o : "";
     q.q = k.get("q") ?? "";
     q.minDiff = k.get("md") ?? "";
     q.offset = Math.max(0, intOrNull(k.get("off")) ?? 0);
-    q.limit = Math.min(1000, Math.max(1, intOrNull(k.get("n")) ?? DEFAULT_LIMIT));
+    q.limit = Math.min(1000, Math.max(1, intOrNull(k.get("n")) ?? defaultLimit(st.view)));
     st.tables[st.view] = q;
   }
   return st;
@@ -139,12 +146,13 @@ function stateKeys(st: State): Array<[string, string]> {
   if (st.perStep !== null) add("ps", st.perStep ? 1 : 0);
   const q = st.tables[st.view];
   if (q && st.view !== "overview") {
+    add("m", q.sub);
     add("s", q.sort);
     add("o", q.order);
     add("q", q.q);
     add("md", q.minDiff);
     if (q.offset) add("off", q.offset);
-    if (q.limit !== DEFAULT_LIMIT) add("n", q.limit);
+    if (q.limit !== defaultLimit(st.view)) add("n", q.limit);
   }
   return out;
 }

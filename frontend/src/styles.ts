@@ -63,7 +63,7 @@ text-transform:uppercase;letter-spacing:.03em;font-size:12px}
 @keyframes indet{from{margin-left:-30%}to{margin-left:100%}}
 .err-text{color:#8c1d18}
 .kpis{display:flex;gap:12px;flex-wrap:wrap;margin:4px 0 10px}
-.kpi{border:1px solid var(--line);border-radius:6px;padding:8px 12px;min-width:170px}
+.kpi{border:1px solid var(--line);border-radius:6px;padding:8px 12px;flex:1 1 150px;min-width:150px;max-width:300px}
 .kpi .k{font-size:11px;color:var(--muted);text-transform:uppercase;letter-spacing:.04em}
 .kpi .v{font-size:18px;font-weight:500}
 .grid2{display:grid;grid-template-columns:minmax(0,1fr) minmax(0,1fr);gap:12px}
@@ -78,14 +78,20 @@ text-transform:uppercase;letter-spacing:.03em;font-size:12px}
 .tbl-wrap{overflow:auto;max-height:70vh;border:1px solid var(--line);border-radius:6px}
 table.t{border-collapse:separate;border-spacing:0;width:100%;font-variant-numeric:tabular-nums}
 table.t th,table.t td{padding:4px 8px;border-bottom:1px solid #eceff1;text-align:left;vertical-align:top}
-table.t thead th{position:sticky;top:0;background:#f1f3f4;z-index:1;font-weight:600;white-space:nowrap;
-border-bottom:1px solid var(--line)}
+table.t thead th{position:sticky;top:0;background:#f1f3f4;z-index:1;font-weight:600;
+border-bottom:1px solid var(--line);vertical-align:bottom;box-shadow:0 -3px 0 #f1f3f4}
+table.t thead th{white-space:nowrap}
+table.t.dense thead th{white-space:normal}
+table.t.dense thead th.num{min-width:64px;max-width:112px}
+table.t.dense td.name{min-width:160px}
+table.t thead th.num .sort{text-align:right;justify-content:flex-end}
 table.t th.num,table.t td.num{text-align:right;white-space:nowrap}
 table.t tbody tr:hover td{background:#f8fbff}
-table.t td.name{min-width:180px;max-width:520px;overflow-wrap:anywhere}
-table.t td.text{min-width:90px;max-width:360px;overflow-wrap:anywhere}
+table.t td.name{min-width:220px;max-width:520px;overflow-wrap:break-word}
+table.t td.text{min-width:90px;max-width:360px;overflow-wrap:break-word}
 tr.detail table.t thead th{position:static}
-th .sort{background:none;border:0;padding:0;font-weight:600;display:inline-flex;gap:3px;align-items:center;color:inherit}
+th .sort{background:none;border:0;padding:0;font-weight:600;display:inline-flex;gap:3px;align-items:flex-end;color:inherit;
+text-align:left}
 th .sort .arrow{color:var(--muted);font-size:10px;min-width:8px}
 th[aria-sort=ascending] .arrow,th[aria-sort=descending] .arrow{color:var(--accent)}
 .worse{color:var(--worse)} .better{color:var(--better)}
@@ -114,11 +120,25 @@ tr.detail td{background:#fafafa}
 .legend span.sw{display:inline-block;width:10px;height:10px;border-radius:2px;margin-right:4px;vertical-align:-1px}
 .legend .dash{display:inline-block;width:16px;border-top:2px dashed;margin-right:4px;vertical-align:3px}
 .legend .solid{display:inline-block;width:16px;border-top:2px solid;margin-right:4px;vertical-align:3px}
+.legend .ring{display:inline-block;width:9px;height:9px;border:2px solid;border-radius:50%;margin-right:4px;vertical-align:-1px}
+.legend .mk-label{font-weight:600}
 .chart-tools{display:flex;gap:6px;align-items:center;margin-bottom:4px;flex-wrap:wrap}
 .readout{font-size:12px;color:var(--muted);min-height:18px}
+.paged>.readout:empty,.summary:empty{min-height:0;margin:0}
 .kern{display:grid;grid-template-columns:minmax(0,1fr) minmax(0,1fr);gap:12px}
 .kern table{width:100%}
+.kern>div{min-width:0;overflow-x:auto}
+tr.detail table.t td.name{overflow-wrap:anywhere;min-width:120px}
 .export-path{font-size:12px;overflow-wrap:anywhere;min-width:280px}
+.segs{display:inline-flex;border:1px solid var(--line);border-radius:4px;overflow:hidden}
+.seg{background:#fff;border:0;padding:3px 10px;min-height:26px;color:var(--muted)}
+.seg+.seg{border-left:1px solid var(--line)}
+.seg.on{background:#e8f0fe;color:#174ea6;font-weight:600}
+.check{display:inline-flex;align-items:center;gap:4px;font-size:12px;color:var(--muted);margin-left:4px}
+td .where{font-size:11.5px;overflow-wrap:anywhere}
+tr.kind-op td.name .label{color:#3c4043;font-family:ui-monospace,Menlo,Consolas,monospace;font-size:12px}
+table.tree tr:not(.kind-op) td.name .label{font-weight:500}
+p.intro{margin:-4px 0 8px;font-size:12px}
 .sr-only{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0)}
 `;
 

@@ -5,8 +5,9 @@
  */
 import {Stale} from "./api";
 import {h, nextId, replace} from "./dom";
-import {fmtCell, fmtCount, fmtNum, isDiffKey, isNum, UNIT, verdict} from "./format";
+import {cleanText, fmtCell, fmtCount, fmtNum, isDiffKey, isNum, UNIT, verdict} from "./format";
 import {isStackKey, stackList} from "./source";
+import {isOp, isTreeRows, nodeKey, treeLabel, treeView} from "./tree";
 import type {TableQuery} from "./state";
 import type {Column, Row, TablePage} from "./types";
 
@@ -16,12 +17,14 @@ export interface PagedTableOpts {
   tree: boolean;
   jump: boolean;
   diffUnit: string;
+  diffLabel?: string;                // what min |…| filters on, e.g. "Compute Diff"
   fetchPage: (q: TableQuery) => Promise<TablePage>;
   onQuery: (q: TableQuery) => void;
+  extra?: HTMLElement | null;        // put before the filters (e.g. the operator view's mode switch)
 }
 
-const NUMERIC = new Set(["ms", "us", "count", "ratio", "bytes", "percent"]);
-const HIDDEN = new Set(["status", "depth", "path"]);
+const NUMERIC = new Set(["ms", "us", "mb", "kb", "count", "ratio", "bytes", "percent", "number"]);
+const HIDDEN = new Set(["status", "depth"]);
 export const PAGE_SIZES = [10, 25, 50, 100, 250, 500];
 
 export function humanize(key: string): string {
@@ -29,10 +32,15 @@ export function humanize(key: string): string {
   return t.charAt(0).toUpperCase() + t.slice(1);
 }
 
+function stackTitle(key: string): string {
+  return key.startsWith("b_") ? "Baseline call stack" : key.startsWith("t_") ? "Target call stack" : humanize(key);
+}
+
 function headerLabel(c: Column): string {
+  const label = c.label.replace(/\(us\)/, "(µs)");
   const u = UNIT[c.type];
-  if (!u || /\(|ms|µs|us\b|mb|kb|bytes/i.test(c.label)) return c.label;
-  return `${c.label} (${u})`;
+  if (!u || /\(|ms|µs|us\b|mb|kb|bytes/i.test(label)) return label;
+  return `${label} (${u})`;
 }
 
 function cellClass(c: Column, v: unknown): string {
@@ -45,12 +53,35 @@ function cellClass(c: Column, v: unknown): string {
 
 /** A static table (no paging) for small row sets, e.g. peak attribution. */
 export function staticTable(columns: Column[], rows: Row[], label: string): HTMLElement {
+  const cols = columns.filter((c) => !HIDDEN.has(c.key));
   const table = h("table", {class: "t", "aria-label": label},
-    h("thead", null, h("tr", null, ...columns.map((c) =>
+    h("thead", null, h("tr", null, ...cols.map((c) =>
       h("th", {class: NUMERIC.has(c.type) ? "num" : "", scope: "col"}, headerLabel(c))))),
-    h("tbody", null, ...rows.map((r) => h("tr", null, ...columns.map((c) =>
-      h("td", {class: cellClass(c, r[c.key]) + (c.type === "text" ? " name" : "")}, fmtCell(c, r[c.key])))))));
+    h("tbody", null, ...rows.map((r) => h("tr", {class: statusClass(r)}, ...cols.map((c, j) =>
+      h("td", {class: cellClass(c, r[c.key]) + (c.type === "text" ? (j === 0 ? " name" : " text") : "")},
+        fmtCell(c, r[c.key]), j === 0 ? statusBadge(r) : null))))));
   return h("div", {class: "tbl-wrap"}, table);
+}
+
+/**
+ * Text with line-break opportunities after ";" (between the tensors of a shape list), "::"
+ * (C++ / torch scopes), "/" (module paths) and "#" (`Optimizer.step#AdamW.step`), so long names wrap there instead of widening
+ * the table or breaking mid-word.
+ */
+export function breakable(t: string): Array<string | HTMLElement> {
+  const parts = t.split(/(?<=;|::|\/|#)/);
+  if (parts.length < 2) return [t];
+  return parts.flatMap((p, i) => (i < parts.length - 1 ? [p, h("wbr")] : [p]));
+}
+
+function statusClass(r: Row): string {
+  return r.status === "baseline_only" ? "only-baseline" : r.status === "target_only" ? "only-target" : "";
+}
+
+function statusBadge(r: Row): HTMLElement | null {
+  if (r.status === "baseline_only") return h("span", {class: "badge baseline_only"}, "baseline only");
+  if (r.status === "target_only") return h("span", {class: "badge target_only"}, "target only");
+  return null;
 }
 
 /** Columns guessed from row keys (for answers that carry no column list). */
@@ -66,33 +97,43 @@ export function autoColumns(rows: Row[]): Column[] {
     });
 }
 
+
 export function pagedTable(opts: PagedTableOpts, first: TablePage): HTMLElement {
   let q: TableQuery = {...opts.query};
   let page = first;
   let seq = 0;
+  let showOps = true;
   const collapsed = new Set<string>();
   const openStacks = new Set<string>();
   const statusEl = h("div", {class: "readout", role: "status"});
   const wrap = h("div", {class: "tbl-wrap"});
   const summaryEl = h("div", {class: "summary"});
-  const pageLabel = h("span", {class: "muted", "aria-live": "polite"});
+  const pageLabel = h("span", {class: "muted", "aria-live": "polite", "data-role": "page-label"});
   const prev = h("button", {class: "btn", type: "button", "aria-label": "Previous page"}, "‹ Prev");
   const next = h("button", {class: "btn", type: "button", "aria-label": "Next page"}, "Next ›");
   const firstBtn = h("button", {class: "btn", type: "button", "aria-label": "First page"}, "«");
+  const resetSort = h("button", {class: "btn", type: "button", "data-role": "default-order",
+                                 title: opts.tree ? "Back to the tree" : "Back to the server's order (largest difference first)"},
+                      opts.tree ? "Tree order" : "Default order");
+  const treeTools = h("div", {class: "pager"});
 
   async function reload(): Promise<void> {
     const my = ++seq;
     statusEl.textContent = "Loading…";
+    wrap.setAttribute("aria-busy", "true");
     try {
       const p = await opts.fetchPage(q);
       if (my !== seq) return;
       page = p;
       statusEl.textContent = "";
       draw();
+      wrap.scrollTop = 0;                       // a new page (sort, filter, pager) starts at its top
     } catch (e) {
       if (e instanceof Stale || my !== seq) return;
       statusEl.textContent = "";
       replace(statusEl, h("span", {class: "err-text"}, `Could not load this page: ${(e as Error).message}`));
+    } finally {
+      if (my === seq) wrap.removeAttribute("aria-busy");
     }
   }
 
@@ -105,7 +146,7 @@ export function pagedTable(opts: PagedTableOpts, first: TablePage): HTMLElement 
   // toolbar
   const searchId = nextId("q");
   const search = h("input", {type: "search", id: searchId, placeholder: "name contains…", value: q.q,
-                             "aria-label": `Filter ${opts.label} by name`, style: {width: "220px"}});
+                             "aria-label": `Filter ${opts.label} by name`, style: {width: "200px"}});
   let timer = 0;
   search.addEventListener("input", () => {
     clearTimeout(timer);
@@ -117,8 +158,10 @@ export function pagedTable(opts: PagedTableOpts, first: TablePage): HTMLElement 
       setQ({q: search.value.trim()});
     }
   });
+  const dl = opts.diffLabel || "diff";
   const minDiff = h("input", {type: "number", min: "0", step: "any", value: q.minDiff, placeholder: "0",
-                              "aria-label": `Minimum absolute difference (${opts.diffUnit})`, style: {width: "110px"}});
+                              "aria-label": `Minimum absolute difference (${opts.diffUnit})`,
+                              title: `Only rows whose |${dl}| is at least this`, style: {width: "100px"}});
   minDiff.addEventListener("change", () => setQ({minDiff: minDiff.value.trim()}));
   const size = h("select", {"aria-label": "Rows per page"}) as HTMLSelectElement;
   const sizes = PAGE_SIZES.includes(q.limit) ? PAGE_SIZES : [...PAGE_SIZES, q.limit].sort((a, b) => a - b);
@@ -128,39 +171,59 @@ export function pagedTable(opts: PagedTableOpts, first: TablePage): HTMLElement 
   prev.addEventListener("click", () => setQ({offset: Math.max(0, q.offset - q.limit)}));
   next.addEventListener("click", () => setQ({offset: q.offset + q.limit}));
   firstBtn.addEventListener("click", () => setQ({offset: 0}));
+  resetSort.addEventListener("click", () => setQ({sort: "", order: ""}));
 
-  const treeTools = opts.tree ? h("div", {class: "pager"},
-    h("button", {class: "btn", type: "button", onClick: () => { collapsed.clear(); draw(); }}, "Expand all"),
-    h("button", {class: "btn", type: "button", onClick: () => {
-      for (const [i, r] of page.rows.entries()) if (hasKids(i)) collapsed.add(rowKey(r, i));
-      draw();
-    }}, "Collapse all")) : null;
-
-  const toolbar = h("div", {class: "toolbar"},
+  const toolbar = h("div", {class: "toolbar"}, opts.extra ?? null,
     h("label", {class: "field", for: searchId}, h("span", {class: "field-label"}, "Search"), search),
-    h("label", {class: "field"}, h("span", {class: "field-label"}, "Min |diff| ",
+    h("label", {class: "field"}, h("span", {class: "field-label"}, `Min |${dl}| `,
                                    h("span", {class: "unit"}, `(${opts.diffUnit})`)), minDiff),
     h("label", {class: "field"}, h("span", {class: "field-label"}, "Show"), size),
-    treeTools, h("div", {class: "grow"}),
+    resetSort, treeTools, h("div", {class: "grow"}),
     h("div", {class: "pager"}, firstBtn, prev, pageLabel, next));
 
-  const rowKey = (r: Row, i: number) => (typeof r.path === "string" ? r.path : `#${page.offset}:${i}`);
-  const depth = (r: Row | undefined) => (r && isNum(r.depth) ? r.depth : 0);
-  const hasKids = (i: number) => i + 1 < page.rows.length && depth(page.rows[i + 1]) > depth(page.rows[i]);
+  const rowKey = (r: Row, i: number) => `${page.offset + i}:${String(r.path ?? "")}:${String(r.name ?? "")}`;
 
-  function hiddenRows(): boolean[] {
-    const out: boolean[] = [];
-    let hideBelow = Infinity;
-    page.rows.forEach((r, i) => {
-      const d = depth(r);
-      if (d <= hideBelow) hideBelow = Infinity;
-      const p = typeof r.path === "string" ? r.path : null;
-      let hidden = hideBelow !== Infinity;
-      if (!hidden && p) for (const c of collapsed) if (c.startsWith("#") === false && p.startsWith(c + "/")) hidden = true;
-      out.push(hidden);
-      if (!hidden && collapsed.has(rowKey(r, i)) && hideBelow === Infinity) hideBelow = d;
-    });
-    return out;
+  function drawTreeTools(tree: boolean): void {
+    if (!tree) {
+      replace(treeTools);
+      return;
+    }
+    const ops = h("input", {type: "checkbox", checked: showOps}) as HTMLInputElement;
+    ops.addEventListener("change", () => { showOps = ops.checked; draw(); });
+    replace(treeTools,
+      h("button", {class: "btn", type: "button", onClick: () => { collapsed.clear(); draw(); }}, "Expand all"),
+      h("button", {class: "btn", type: "button", onClick: () => {
+        const tv = treeView(page.rows, new Set(), showOps);
+        page.rows.forEach((r, i) => { const k = nodeKey(r); if (k !== null && tv.hasKids[i]) collapsed.add(k); });
+        draw();
+      }}, "Collapse all"),
+      h("label", {class: "check"}, ops, " operators"));
+  }
+
+  /** The first column's content: tree label with toggle, full path when flat, or the value. */
+  function nameCell(td: HTMLElement, c: Column, r: Row, tree: boolean, tv: ReturnType<typeof treeView> | null, i: number): void {
+    const v = r[c.key];
+    if (tree && tv) {
+      td.style.paddingLeft = `${8 + (Number(r.depth ?? 0) + (isOp(r) ? 1 : 0) - tv.base) * 16}px`;
+      const key = nodeKey(r);
+      if (key !== null && tv.hasKids[i]) {
+        const open = !collapsed.has(key);
+        td.append(h("button", {class: "tog", type: "button", "aria-expanded": String(open),
+                               "aria-label": `${open ? "Collapse" : "Expand"} ${treeLabel(r)}`,
+                               onClick: () => { if (open) collapsed.add(key); else collapsed.delete(key); draw(); }},
+                    open ? "▾" : "▸"));
+      } else td.append(h("span", {class: "tog", "aria-hidden": "true"}, ""));
+      td.append(h("span", {class: "label", title: String(r.path ?? "")}, ...breakable(treeLabel(r))));
+    } else if (c.key === "path" && typeof r.path === "string") {
+      if (isOp(r)) {
+        td.append(h("span", {class: "label"}, ...breakable(cleanText(r.name))),
+                  h("span", {class: "where muted"}, " in ", ...breakable(r.path)));
+      } else td.append(h("span", {class: "label"}, ...breakable(r.path)));
+    } else {
+      td.append(h("span", {class: "label"}, ...breakable(fmtCell(c, v))));
+    }
+    const badge = statusBadge(r);
+    if (badge) td.append(badge);
   }
 
   function draw(): void {
@@ -168,43 +231,35 @@ export function pagedTable(opts: PagedTableOpts, first: TablePage): HTMLElement 
     const stackKeys: string[] = [];
     for (const r of page.rows) for (const k of Object.keys(r)) if (isStackKey(k) && !stackKeys.includes(k)) stackKeys.push(k);
     const nameCol = cols.find((c) => c.type === "text")?.key ?? cols[0]?.key;
+    // the order shown: the user's, else the server's default when it says which
+    const curSort = q.sort || (typeof page.sort === "string" ? page.sort : "");
+    const curOrder = q.sort ? q.order : page.order === "asc" ? "asc" : "desc";
     const head = h("tr", null, ...cols.map((c) => {
-      const sorted = q.sort === c.key ? (q.order === "asc" ? "ascending" : "descending") : "none";
-      const btn = h("button", {class: "sort", type: "button", title: `Sort by ${c.label}`,
-                               onClick: () => setQ(q.sort === c.key
-                                 ? {order: q.order === "asc" ? "desc" : "asc"}
+      const sorted = curSort === c.key ? (curOrder === "asc" ? "ascending" : "descending") : "none";
+      const btn = h("button", {class: "sort", type: "button", title: `Sort by ${c.label}`, "data-key": c.key,
+                               onClick: () => setQ(curSort === c.key
+                                 ? {sort: c.key, order: curOrder === "asc" ? "desc" : "asc"}
                                  : {sort: c.key, order: c.type === "text" ? "asc" : "desc"})},
                     headerLabel(c), h("span", {class: "arrow", "aria-hidden": "true"},
                                       sorted === "ascending" ? "▲" : sorted === "descending" ? "▼" : "↕"));
-      return h("th", {class: NUMERIC.has(c.type) ? "num" : "", scope: "col", "aria-sort": sorted}, btn);
+      return h("th", {class: (NUMERIC.has(c.type) ? "num" : "") + (c.key === nameCol ? " name" : ""),
+                      scope: "col", "aria-sort": sorted}, btn);
     }), stackKeys.length ? h("th", {scope: "col"}, "Call stack") : null);
 
-    const tree = opts.tree && !q.sort && !q.q;          // a sorted or filtered page is a flat list
-    const hidden = tree ? hiddenRows() : [];
+    const tree = opts.tree && !q.sort && !q.q && isTreeRows(page.rows);   // sorted or filtered: a flat list
+    const tv = tree ? treeView(page.rows, collapsed, showOps) : null;
+    drawTreeTools(tree);
+    resetSort.hidden = !q.sort;
     const body = h("tbody");
     page.rows.forEach((r, i) => {
-      if (hidden[i]) return;
-      const st = String(r.status ?? "both");
-      const tr = h("tr", {class: st === "baseline_only" ? "only-baseline" : st === "target_only" ? "only-target" : ""});
+      if (tv?.hidden[i]) return;
+      const tr = h("tr", {class: [statusClass(r), isOp(r) && opts.tree ? "kind-op" : ""].filter(Boolean).join(" ")});
       for (const c of cols) {
         const v = r[c.key];
         const td = h("td", {class: cellClass(c, v) + (c.key === nameCol ? " name" : c.type === "text" ? " text" : "")});
-        if (c.key === nameCol) {
-          if (tree) {
-            td.style.paddingLeft = `${8 + depth(r) * 16}px`;
-            const key = rowKey(r, i);
-            if (hasKids(i)) {
-              const open = !collapsed.has(key);
-              td.append(h("button", {class: "tog", type: "button", "aria-expanded": String(open),
-                                     "aria-label": `${open ? "Collapse" : "Expand"} ${String(v ?? "")}`,
-                                     onClick: () => { if (open) collapsed.add(key); else collapsed.delete(key); draw(); }},
-                          open ? "▾" : "▸"));
-            } else td.append(h("span", {class: "tog", "aria-hidden": "true"}, ""));
-          }
-          td.append(h("span", {class: "label"}, fmtCell(c, v)));
-          if (st === "baseline_only") td.append(h("span", {class: "badge baseline_only"}, "baseline only"));
-          if (st === "target_only") td.append(h("span", {class: "badge target_only"}, "target only"));
-        } else td.textContent = fmtCell(c, v);
+        if (c.key === nameCol) nameCell(td, c, r, tree, tv, i);
+        else if (c.type === "text") td.append(...breakable(fmtCell(c, v)));
+        else td.textContent = fmtCell(c, v);
         tr.append(td);
       }
       let detail: HTMLTableRowElement | null = null;
@@ -218,9 +273,11 @@ export function pagedTable(opts: PagedTableOpts, first: TablePage): HTMLElement 
                                  onClick: () => { if (open) openStacks.delete(key); else openStacks.add(key); draw(); }},
                       open ? "Hide" : "Show"));
           if (open) {
+            const same = present.length === 2 && String(r[present[0]]).trim() === String(r[present[1]]).trim();
+            const shown = same ? [present[0]] : present;
             detail = h("tr", {class: "detail"}, h("td", {colspan: String(cols.length + 1)},
-              ...present.map((k) => h("div", null, h("div", {class: "stack-title"}, humanize(k)),
-                                       stackList(String(r[k]), opts.jump)))));
+              ...shown.map((k) => h("div", null, h("div", {class: "stack-title"}, same ? "Call stack (the same on both sides)" : stackTitle(k)),
+                                     stackList(String(r[k]), opts.jump)))));
           }
         }
         tr.append(td);
@@ -232,7 +289,8 @@ export function pagedTable(opts: PagedTableOpts, first: TablePage): HTMLElement 
       body.append(h("tr", null, h("td", {colspan: String(cols.length + (stackKeys.length ? 1 : 0)), class: "muted"},
                                    q.q || q.minDiff ? "No rows match the filters." : "No rows.")));
     }
-    replace(wrap, h("table", {class: "t", "aria-label": opts.label}, h("thead", null, head), body));
+    const cls = "t" + (tree ? " tree" : "") + (cols.length + (stackKeys.length ? 1 : 0) > 8 ? " dense" : "");
+    replace(wrap, h("table", {class: cls, "aria-label": opts.label}, h("thead", null, head), body));
     const from = page.total ? page.offset + 1 : 0;
     const unf = page.total_unfiltered;
     pageLabel.textContent = `${fmtCount(from)}–${fmtCount(page.offset + page.rows.length)} of ${fmtCount(page.total)}`

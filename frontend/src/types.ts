@@ -92,6 +92,9 @@ export interface TablePage {
   offset: number;
   limit: number;
   summary?: Record<string, unknown> | null;
+  diff_col?: string;         // the column min_diff filters on (and the default sort), when the server says
+  sort?: string | null;      // the order the server applied (its default when none was asked)
+  order?: string | null;
 }
 
 export interface OverallResponse {

@@ -1,16 +1,15 @@
 /**
- * The comparison views: server-paged tables (operator, module, kernel, api, communication,
- * memory) and the memory view's curves + peak attribution. A 404/422 answer means "not
- * available for this pair" and is shown as such.
+ * The table views: server-paged `compare/<route>` tables (operator by name or per instance,
+ * module tree, kernel, api, memory, memory_peak), and the shared progress / "not available"
+ * notices. A 404/422 answer means "not available for this pair" and shows the server's reason.
  */
 import {ApiError, fetchReady, type Loading, Stale, url} from "./api";
-import {lineChart, type Marker, type Series} from "./charts";
 import {h, replace} from "./dom";
-import {fmtNum, isNum, UNIT, isDiffKey} from "./format";
-import {COLORS, VIEW_LABEL} from "./overview";
-import type {SideSel, TableQuery, ViewName} from "./state";
-import {autoColumns, pagedTable, staticTable} from "./table";
-import type {CurveSide, MemoryCurve, Peak, TablePage} from "./types";
+import {isDiffKey, isNum, MIN_DIFF_SCALE, UNIT} from "./format";
+import {VIEW_LABEL} from "./overview";
+import {defaultQuery, type SideSel, type TableQuery, type ViewName} from "./state";
+import {pagedTable} from "./table";
+import type {Column, TablePage} from "./types";
 
 export interface ViewCtx {
   base: SideSel;
@@ -18,7 +17,8 @@ export interface ViewCtx {
   query: TableQuery;
   jump: boolean;
   alive(): boolean;
-  onQuery(q: TableQuery): void;
+  /** Store the table query (in the URL hash); `rerender` when the view must be drawn anew. */
+  onQuery(q: TableQuery, rerender?: boolean): void;
 }
 
 export function pairParams(base: SideSel, target: SideSel): Record<string, string | number | null> {
@@ -46,90 +46,82 @@ export function failure(what: string, e: unknown): HTMLElement {
   return h("div", {class: "notice error", role: "alert", "data-state": "error"}, h("b", null, `${what} failed: `), msg);
 }
 
-function tableUrl(view: string, ctx: ViewCtx, q: TableQuery): string {
-  return url(`compare/${view}`, {...pairParams(ctx.base, ctx.target), sort: q.sort || null, order: q.sort ? q.order || null : null,
-                                 q: q.q || null, min_diff: q.minDiff || null, offset: q.offset, limit: q.limit});
+/** The route a view's table comes from ("operator" + sub "pairs" → operator_pairs). */
+export function tableRoute(view: string, q: TableQuery): string {
+  return view === "operator" && q.sub === "pairs" ? "operator_pairs" : view;
 }
 
-function diffUnit(page: TablePage): string {
-  const c = page.columns.find((x) => isDiffKey(x.key) && UNIT[x.type]);
-  return c ? UNIT[c.type] : "ms";
+/** The diff column's type per route, learnt from the first page (min |diff| is typed in its UI unit). */
+const diffTypes = new Map<string, string>();
+
+/** The column min |diff| filters on: the server's `diff_col` when it says, else the first diff column with a unit. */
+function diffColumn(page: TablePage): {col: Column | undefined; named: boolean} {
+  const cols = page.columns;
+  const named = cols.find((x) => x.key === page.diff_col);
+  if (named) return {col: named, named: true};
+  return {col: cols.find((x) => isDiffKey(x.key) && UNIT[x.type]) ?? cols.find((x) => isDiffKey(x.key) && x.type !== "ratio"),
+          named: false};
 }
 
-/** Render a paged table view into host; resolves when the first page is shown (or failed). */
-export async function renderTableView(view: ViewName, host: HTMLElement, ctx: ViewCtx, title?: string): Promise<void> {
-  const what = title ?? `The ${VIEW_LABEL[view]} comparison`;
-  const fetchPage = (q: TableQuery) => fetchReady<TablePage>(tableUrl(view, ctx, q), ctx.alive,
-                                                               (l) => { if (ctx.alive()) replace(host, progressBox("Comparing", l)); });
-  replace(host, progressBox(`Loading the ${VIEW_LABEL[view]} comparison`, null));
+function tableUrl(route: string, ctx: {base: SideSel; target: SideSel}, q: TableQuery): string {
+  const md = q.minDiff && isNum(Number(q.minDiff)) ? Number(q.minDiff) * (MIN_DIFF_SCALE[diffTypes.get(route) ?? ""] ?? 1) : null;
+  return url(`compare/${route}`, {...pairParams(ctx.base, ctx.target), sort: q.sort || null, order: q.sort ? q.order || null : null,
+                                  q: q.q || null, min_diff: md || null, offset: q.offset, limit: q.limit});
+}
+
+export interface TableSpec {
+  route: string;
+  label: string;                  // "Operator comparison"
+  what: string;                   // "The Operator comparison" (for notices)
+  tree?: boolean;
+  extra?: HTMLElement | null;
+}
+
+/** Fetch and show one server-paged table into host; resolves when the first page is shown (or failed). */
+export async function showTable(host: HTMLElement, spec: TableSpec, ctx: ViewCtx, query: TableQuery,
+                                onQuery: (q: TableQuery) => void): Promise<void> {
+  const {route} = spec;
+  const get = (q: TableQuery, progress: (l: Loading) => void) => fetchReady<TablePage>(tableUrl(route, ctx, q), ctx.alive, progress);
+  replace(host, progressBox(`Loading the ${spec.label}`, null));
   try {
-    const first = await fetchPage(ctx.query);
+    const known = diffTypes.has(route);
+    let first = await get(query, (l) => { if (ctx.alive()) replace(host, progressBox(`Computing the ${spec.label}`, l)); });
     if (!ctx.alive()) return;
     if (!first || !Array.isArray(first.columns) || !Array.isArray(first.rows)) {
-      replace(host, failure(what, new Error("unexpected answer from the server")));
+      replace(host, failure(spec.what, new Error("unexpected answer from the server")));
       return;
     }
-    replace(host, pagedTable({label: `${VIEW_LABEL[view]} comparison`, query: ctx.query, tree: view === "module",
-                              jump: ctx.jump, diffUnit: diffUnit(first),
-                              fetchPage: (q) => fetchReady<TablePage>(tableUrl(view, ctx, q), ctx.alive, () => undefined),
-                              onQuery: ctx.onQuery}, first));
+    const {col: dc, named} = diffColumn(first);
+    diffTypes.set(route, dc?.type ?? "");
+    if (!known && query.minDiff && (MIN_DIFF_SCALE[dc?.type ?? ""] ?? 1) !== 1) first = await get(query, () => undefined);
+    if (!ctx.alive()) return;
+    replace(host, pagedTable({label: spec.label, query, tree: !!spec.tree, jump: ctx.jump, extra: spec.extra,
+                              diffUnit: dc ? UNIT[dc.type] ?? "" : "", onQuery,
+                              diffLabel: dc && named ? dc.label.replace(/\s*\([^)]*\)\s*$/, "") : "",
+                              fetchPage: (q) => get(q, () => undefined)}, first));
   } catch (e) {
     if (e instanceof Stale || !ctx.alive()) return;
-    replace(host, failure(what, e));
+    replace(host, failure(spec.what, e));
   }
 }
 
-function peaks(side: CurveSide): Peak[] {
-  const p = side.peak;
-  if (Array.isArray(p)) return p;
-  if (p && typeof p === "object") return [p];
-  const ys = side.allocated_mb ?? [];
-  if (!ys.length) return [];
-  let k = 0;
-  for (let i = 1; i < ys.length; i++) if (ys[i] > ys[k]) k = i;
-  return [{t_ms: side.t_ms[k], allocated_mb: ys[k]}];
+/** The operator view's switch between statistics by name and per-instance pairs. */
+function operatorModes(ctx: ViewCtx): HTMLElement {
+  const pairs = ctx.query.sub === "pairs";
+  const btn = (label: string, on: boolean, sub: string, title: string) =>
+    h("button", {class: "seg" + (on ? " on" : ""), type: "button", "aria-pressed": String(on), "data-mode": sub || "name", title,
+                 onClick: () => { if (!on) ctx.onQuery({...defaultQuery("operator"), limit: ctx.query.limit, sub}, true); }}, label);
+  return h("div", {class: "field"}, h("span", {class: "field-label"}, "Operators"),
+           h("div", {class: "segs", role: "group", "aria-label": "Operator comparison mode"},
+             btn("By name", !pairs, "", "One row per operator name: counts and device time summed"),
+             btn("Per instance", pairs, "pairs", "Each baseline call matched with its target call (input shapes side by side)")));
 }
 
-function curveChart(data: MemoryCurve): HTMLElement {
-  const series: Series[] = [];
-  const markers: Marker[] = [];
-  const sides: Array<["Baseline" | "Target", CurveSide | null | undefined, string]> =
-    [["Baseline", data.baseline, COLORS.base], ["Target", data.target, COLORS.tgt]];
-  for (const [name, side, color] of sides) {
-    if (!side || !Array.isArray(side.t_ms) || !side.t_ms.length) continue;
-    if (side.allocated_mb?.length) series.push({name: `${name} allocated`, color, xs: side.t_ms, ys: side.allocated_mb});
-    if (side.reserved_mb?.length) series.push({name: `${name} reserved`, color, dash: true, xs: side.t_ms, ys: side.reserved_mb});
-    for (const p of peaks(side)) {
-      const y = isNum(p.allocated_mb) ? p.allocated_mb : isNum(p.reserved_mb) ? p.reserved_mb : null;
-      if (y === null || !isNum(p.t_ms)) continue;
-      markers.push({x: p.t_ms, y, color, label: `${name} peak ${fmtNum(y)} MB`});
-    }
-  }
-  if (!series.length) return h("div", {class: "notice na"}, "No memory samples on either side.");
-  return lineChart(series, markers, {xLabel: "time (ms)", yUnit: "MB", title: "Memory over time, baseline and target"});
-}
-
-export async function renderMemoryView(host: HTMLElement, ctx: ViewCtx): Promise<void> {
-  const curveBox = h("div", {class: "panel"}, progressBox("Loading memory curves", null));
-  const attrBox = h("div");
-  const tableBox = h("div");
-  replace(host, h("h2", {style: {marginTop: "0"}}, "Memory over time"), curveBox, attrBox,
-          h("h2", null, "Memory by operator"), tableBox);
-  const curve = (async () => {
-    try {
-      const data = await fetchReady<MemoryCurve>(url("compare/memory_curve", pairParams(ctx.base, ctx.target)), ctx.alive,
-                                                 (l) => { if (ctx.alive()) replace(curveBox, progressBox("Comparing memory", l)); });
-      if (!ctx.alive()) return;
-      replace(curveBox, curveChart(data));
-      const rows = Array.isArray(data.attribution) ? data.attribution : [];
-      if (rows.length) {
-        replace(attrBox, h("h2", null, "Peak attribution"),
-                staticTable(data.attribution_columns ?? autoColumns(rows), rows, "Peak attribution"));
-      }
-    } catch (e) {
-      if (e instanceof Stale || !ctx.alive()) return;
-      replace(curveBox, failure("The memory curve", e));
-    }
-  })();
-  await Promise.all([curve, renderTableView("memory", tableBox, ctx, "The memory comparison by operator")]);
+/** A table view (operator, module, kernel, api) in the content area. */
+export async function renderTableView(view: ViewName, host: HTMLElement, ctx: ViewCtx): Promise<void> {
+  const pairs = view === "operator" && ctx.query.sub === "pairs";
+  const label = pairs ? "Operator comparison, per instance" : `${VIEW_LABEL[view]} comparison`;
+  await showTable(host, {route: tableRoute(view, ctx.query), label, what: `The ${label}`, tree: view === "module",
+                         extra: view === "operator" ? operatorModes(ctx) : null},
+                  ctx, ctx.query, (q) => ctx.onQuery(q));
 }
