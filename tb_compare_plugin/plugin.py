@@ -203,6 +203,7 @@ class ProfileComparePlugin(base_plugin.TBPlugin):
             raise HttpError(400, "order must be asc or desc")
         params = dict(sort=arg(request, "sort", required=False, max_len=64), order=order,
                       q=arg(request, "q", required=False, max_len=256),
+                      status=arg(request, "status", required=False, max_len=32),
                       min_diff=float_arg(request, "min_diff"),
                       offset=int_arg(request, "offset", 0, 0, 10 ** 9),
                       limit=int_arg(request, "limit", 100, 1, 1000))

@@ -94,6 +94,8 @@ def _classify_trace_file(run: str, path: str) -> WorkerSpec:
         error = f"{path}: {e}"
     if files[0][1] == 0:
         error = f"{path}: the file is empty"
+    elif error and not error.startswith(path):  # the peek gives the problem only: name the file
+        error = f"{path}: {error}"
     if rank is None:
         rank = _rank_from_name(name)
     return WorkerSpec(run, trace_worker_name(name), "trace-json", device, "PyTorch", path,

@@ -204,12 +204,20 @@ def _side(profile, step: int | None, side: str) -> tuple[pd.DataFrame, pd.DataFr
     ts, td = t["start_ns"].to_numpy(), t["dur_ns"].to_numpy()
     if len(t):
         out.loc[np.unique(row), "has_tasks"] = True
-        # wait: union of counted Notify_Wait intervals inside the op window
+        # wait: per plane, the union of its counted Notify_Wait intervals inside the op; the op's
+        # wait is the least-waiting plane among those that wait (the overview's Wait rule)
         w = _counted_waits(t, tnames)
         ostart, oend = out["start_ns"].to_numpy(), (out["start_ns"] + out["dur_ns"]).to_numpy()
         s = np.maximum(ts[w], ostart[row[w]])
         e = np.minimum(ts[w] + np.maximum(td[w], 0), oend[row[w]])
-        waited = _union_per_op(row[w], s, np.maximum(e, s), n)
+        _, plane_code = np.unique(t["plane"].to_numpy()[w], return_inverse=True)
+        nplanes = int(plane_code.max()) + 1 if len(plane_code) else 1
+        key = row[w] * nplanes + plane_code.reshape(-1)
+        per_plane = _union_per_op(key, s, np.maximum(e, s), n * nplanes).reshape(n, nplanes)
+        waits_on = np.zeros((n, nplanes), dtype=bool)
+        waits_on[row[w], plane_code.reshape(-1)] = True
+        waited = np.where(waits_on.any(axis=1),
+                          np.where(waits_on, per_plane, np.iinfo(np.int64).max).min(axis=1), 0)
         out["wait_ns"] = np.where(out["has_tasks"], waited, -1)
         # transfer tasks: bytes moved between ranks, and the link busy time moving them
         src, dst = t["src_rank"].to_numpy(), t["dst_rank"].to_numpy()

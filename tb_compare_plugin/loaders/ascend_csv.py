@@ -32,12 +32,13 @@ MEMCPY_TASKS = frozenset({"SDMA_SQE", "PCIE_DMA_SQE"})
 
 
 def read_csv(path: str, required: Iterable[str], optional: Iterable[str],
-             warnings: list[str], aliases: dict[str, tuple[str, ...]] | None = None) -> pd.DataFrame | None:
+             warnings: list[str], aliases: dict[str, tuple[str, ...]] | None = None,
+             warn_missing: bool = True) -> pd.DataFrame | None:
     """Read the wanted columns of ``path`` as strings (headers stripped); None for an empty file.
 
     ``aliases`` maps a canonical column to alternative header spellings (e.g. "Step Id"
     -> ("Step ID",)); the frame uses the canonical name.  Absent optional columns are
-    simply missing from the frame (and warned about).
+    simply missing from the frame (and warned about unless ``warn_missing`` is False).
     """
     required, optional = list(required), list(optional)
     aliases = aliases or {}
@@ -49,6 +50,13 @@ def read_csv(path: str, required: Iterable[str], optional: Iterable[str],
     try:
         with open(path, "rb") as fh:
             empty = not fh.read(4096).strip()
+            cut = False
+            if not empty:
+                fh.seek(-1, os.SEEK_END)
+                cut = fh.read(1) not in (b"\n", b"\r")
+        if cut:     # every export ends its last row with a line break: a copy cut short does not
+            warnings.append(f"{name}: the file does not end with a line break (it may be truncated); "
+                            "its last row may be incomplete")
         if empty and not os.path.getsize(path) > 4096:
             warnings.append(f"{name}: the file is empty; ignored")
             return None
@@ -72,7 +80,7 @@ def read_csv(path: str, required: Iterable[str], optional: Iterable[str],
         if col not in df.columns:
             raise LoadError(path, f"required column {col!r} is missing from {name}")
     for col in optional:
-        if col not in df.columns:
+        if col not in df.columns and warn_missing:
             warnings.append(f"{name}: column {col!r} is missing")
     return df
 
@@ -88,7 +96,11 @@ def ns(df: pd.DataFrame, col: str) -> np.ndarray:
     """Exact int64 ns from a µs string column; -1 for missing cells or an absent column."""
     if col not in df.columns:
         return np.full(len(df), -1, dtype=np.int64)
-    return timeconv.us_str_column_to_ns(df[col].to_numpy(dtype=object))
+    cells = df[col].to_numpy(dtype=object)
+    try:
+        return timeconv.us_str_column_to_ns(cells)
+    except OverflowError:       # a digit string beyond int64 ns: convert cell by cell (-1 there)
+        return timeconv.us_values_to_ns(c.strip() if isinstance(c, str) else c for c in cells)
 
 
 def text(df: pd.DataFrame, col: str) -> np.ndarray:
@@ -125,10 +137,10 @@ def read_kernel_details(path: str, warnings: list[str]) -> tuple[dict, dict] | N
     """
     # Level0 exports legitimately lack the PMU/shape columns: warn only for ones every level writes.
     df = read_csv(path, ["Name", "Start Time(us)"],
-                  ["Duration(us)", "Step Id", "Task ID", "Stream ID", *_KD_TEXT, *PMU_COLUMNS], [],
-                  aliases={"Step Id": ("Step ID",), "Task ID": ("Task Id",), "Stream ID": ("Stream Id",)})
-    if df is None:
-        warnings.append(f"{os.path.basename(path)}: the file is empty; ignored")
+                  ["Duration(us)", "Step Id", "Task ID", "Stream ID", *_KD_TEXT, *PMU_COLUMNS], warnings,
+                  aliases={"Step Id": ("Step ID",), "Task ID": ("Task Id",), "Stream ID": ("Stream Id",)},
+                  warn_missing=False)
+    if df is None:                  # read_csv said so in ``warnings``
         return None
     for col in ("Duration(us)", "Type"):
         if col not in df.columns:
@@ -156,7 +168,9 @@ def read_kernel_details(path: str, warnings: list[str]) -> tuple[dict, dict] | N
 
 
 def _int(a: np.ndarray) -> np.ndarray:
-    return np.where(np.isfinite(a), a, -1).astype(np.int64)
+    """Float column -> int64, -1 for NaN/inf and for values int64 cannot hold."""
+    ok = np.isfinite(a) & (np.abs(a) < 2.0 ** 63)
+    return np.where(ok, a, -1).astype(np.int64)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -171,7 +185,7 @@ def read_operator_memory(path: str, warnings: list[str]) -> dict | None:
     kb = num(df, "Size(KB)")
     return {
         "name": text(df, "Name"),
-        "bytes": np.where(np.isfinite(kb), np.rint(kb * 1024.0), -1).astype(np.int64),
+        "bytes": _int(np.rint(kb * 1024.0)),
         "alloc_ns": ns(df, "Allocation Time(us)"),
         "release_ns": ns(df, "Release Time(us)"),
         "device": device_index(text(df, "Device Type")),
@@ -276,6 +290,7 @@ def match_rows(trace_names: list, trace_start: np.ndarray, csv_names: np.ndarray
     out = np.full(len(trace_start), -1, dtype=np.int64)
     if not len(trace_start) or not len(csv_start):
         return out
+    trace_names, csv_names = plain_texts(trace_names), plain_texts(csv_names)
     t = pd.DataFrame({"start": trace_start, "name": pd.Series(trace_names, dtype=object),
                       "trow": np.arange(len(trace_start))})
     c = pd.DataFrame({"start": csv_start, "name": pd.Series(csv_names, dtype=object),
@@ -353,7 +368,13 @@ def intern(sym: SymbolTable, values) -> np.ndarray:
         return sym.intern_many([v if v is None or isinstance(v, str) else str(v) for v in values])
 
 
+def plain_texts(values) -> list:
+    """Values as str/None (a mis-typed JSON value, e.g. a list, becomes its text): hashable keys."""
+    return [v if v is None or type(v) is str else str(v) for v in values]
+
+
 def kind_of(task_types: list, accel: np.ndarray) -> np.ndarray:
+    task_types, accel = plain_texts(task_types), plain_texts(accel)
     kind = np.array([KIND_COMPUTE if t in COMPUTE_TASKS else KIND_MEMCPY if t in MEMCPY_TASKS else KIND_OTHER
                      for t in task_types], dtype=np.int8)
     by_core = np.array([KIND_COMPUTE if a in COMPUTE_TASKS else KIND_COMM if a == "HCCL" else KIND_OTHER

@@ -273,6 +273,10 @@ class _Reader:
             return
         types = {v: k for k, v in _enum(self.db, "ENUM_API_TYPE").items()} or API_TYPE_IDS
         typ = api["type"].to_numpy(np.int64)
+        unknown = int((~np.isin(typ, list(types.values()))).sum())
+        if unknown:
+            self.meta.warnings.append(f"PYTORCH_API: {unknown:,} row(s) with a type that is not in ENUM_API_TYPE "
+                                      "(not op/queue/trace/...) were skipped")
         start, end = api["start"].to_numpy(np.int64), api["end"].to_numpy(np.int64)
         gtid = api["gtid"].to_numpy(np.int64)
         pid, tid = gtid >> 32, gtid & 0xFFFFFFFF
@@ -324,6 +328,7 @@ class _Reader:
         ci = self.db.select("CONNECTION_IDS", {"id": "id", "cid": "connectionId"})
         if ci is None or not len(ci):
             return corr, None, None
+        ci = ci.drop_duplicates()          # a repeated row must not break the "exactly two ops" rule
         pairs = pd.DataFrame({"row": np.arange(n), "id": link}).merge(ci, on="id")
         dev = [self.task["cid"].to_numpy(np.int64)]
         co = self.db.select("COMMUNICATION_OP", {"cid": "connectionId"})
@@ -506,15 +511,18 @@ class _Reader:
         prof = out.parent if out.name == "ASCEND_PROFILER_OUTPUT" else out
         for f in sorted(prof.glob("profiler_info*.json"))[:1]:
             data = self._json(f)
-            if isinstance(data, dict):
-                m.config = data.get("config") or {}
-                exp = m.config.get("experimental_config") or {}
-                m.profiler_level = exp.get("_profiler_level") or exp.get("profiler_level")
-                if m.rank is None and isinstance(data.get("rank_id"), int) and data["rank_id"] >= 0:
-                    m.rank = data["rank_id"]
+            if isinstance(data, dict):          # any part may be mis-typed: keep only what fits
+                m.config = data.get("config") if isinstance(data.get("config"), dict) else {}
+                exp = m.config.get("experimental_config")
+                exp = exp if isinstance(exp, dict) else {}
+                level = exp.get("_profiler_level") or exp.get("profiler_level")
+                m.profiler_level = str(level) if level else None
+                rid = data.get("rank_id")
+                if m.rank is None and type(rid) is int and rid >= 0:
+                    m.rank = rid
         meta_json = self._json(prof / "profiler_metadata.json")
         if isinstance(meta_json, dict) and isinstance(meta_json.get("parallel_group_info"), dict):
-            m.pg_names = {str(k): v.get("group_name") for k, v in meta_json["parallel_group_info"].items()
+            m.pg_names = {str(k): str(v["group_name"]) for k, v in meta_json["parallel_group_info"].items()
                           if isinstance(v, dict) and v.get("group_name")}
         self._bandwidth(out / "analysis.db")
 

@@ -1,103 +1,31 @@
 """Loader for the Ascend PyTorch / MindSpore profiler *text* export.
 
 Owns: locating the files of a ``*_ascend_pt`` / ``*_ascend_ms`` folder (or its
-``ASCEND_PROFILER_OUTPUT``), decoding ``trace_view.json`` (a top-level JSON array)
-into columns with typed msgspec Structs, and assembling the :class:`Profile`:
-kernels ("Ascend Hardware" tasks joined with kernel_details.csv), host ops
-(cpu_op / enqueue / dequeue), python functions, fwd→bwd flows, HCCL ops and tasks,
-Overlap Analysis, steps and memory.  CSV/JSON side files are read by
-:mod:`ascend_csv`.  Process roles come from ``process_name`` metadata (spec a.5).
+``ASCEND_PROFILER_OUTPUT``) and assembling the :class:`Profile` from the trace columns
+(decoded chunk by chunk by :mod:`ascend_trace`) and the side files (read by
+:mod:`ascend_csv`): kernels ("Ascend Hardware" tasks joined with kernel_details.csv), host ops
+(cpu_op / enqueue / dequeue), python functions, fwd->bwd flows, HCCL ops and tasks,
+Overlap Analysis, steps and memory.  Process roles come from ``process_name`` metadata (spec a.5).
 """
 from __future__ import annotations
 
-import gc
 import glob
 import os
 import re
-from operator import attrgetter
-from typing import Any, Union
 
-import msgspec
 import numpy as np
 import pandas as pd
 
-from ..model import KIND_COMPUTE, OVERLAP_KINDS, Profile, ProfileMeta, SymbolTable, make_table, timeconv
+from ..model import KIND_COMPUTE, OVERLAP_KINDS, Profile, ProfileMeta, SymbolTable, make_table
 from ..model.intervals import nest
 from . import ascend_csv as sidefiles
 from .ascend_csv import intern as _intern, ints as _ints
+from .ascend_trace import TRACE, Trace, parse_trace
 from .errors import LoadError
 
 OUT_DIR = "ASCEND_PROFILER_OUTPUT"
-TRACE = "trace_view.json"
 SIDE_FILES = ("kernel_details.csv", "operator_memory.csv", "memory_record.csv", "communication.json",
               "step_trace_time.csv")
-
-
-class _Args(msgspec.Struct, gc=False):
-    """The ``args`` keys the loader reads from X events (everything else is skipped by the decoder)."""
-    task_type: Any = msgspec.field(default=None, name="Task Type")
-    task_id: Any = msgspec.field(default=None, name="Task Id")
-    stream_id: Any = msgspec.field(default=None, name="Stream Id")
-    phys_stream_id: Any = msgspec.field(default=None, name="Physic Stream Id")
-    connection_id: Any = None
-    input_dims: Any = msgspec.field(default=None, name="Input Dims")
-    input_type: Any = msgspec.field(default=None, name="Input type")
-    call_stack: Any = msgspec.field(default=None, name="Call stack")
-    seq: Any = msgspec.field(default=None, name="Sequence number")
-    py_id: Any = msgspec.field(default=None, name="Python id")
-    py_parent: Any = msgspec.field(default=None, name="Python parent id")
-    correlation_id: Any = None
-    hccl_task_type: Any = msgspec.field(default=None, name="task type")
-    transport: Any = msgspec.field(default=None, name="transport type")
-    size: Any = msgspec.field(default=None, name="size(Byte)")
-    src_rank: Any = msgspec.field(default=None, name="src rank")
-    dst_rank: Any = msgspec.field(default=None, name="dst rank")
-
-
-class _MetaArgs(msgspec.Struct, gc=False):
-    name: Any = None
-    sort_index: Any = None
-
-
-# Events are a union tagged by "ph": only X, M and flow s/f events carry decoded fields; every other
-# phase (counters "C" are ~half of a trace) decodes to an empty struct, its values skipped unread.
-class _Event(msgspec.Struct, gc=False, tag_field="ph"):
-    pass
-
-
-class _X(_Event, tag="X"):
-    name: Any = None
-    cat: Any = None
-    pid: Any = None
-    tid: Any = None
-    ts: Any = None
-    dur: Any = None
-    args: _Args | None = None
-
-
-class _M(_Event, tag="M"):
-    name: Any = None
-    pid: Any = None
-    tid: Any = None
-    args: _MetaArgs | None = None
-
-
-class _S(_Event, tag="s"):
-    cat: Any = None
-    pid: Any = None
-    tid: Any = None
-    ts: Any = None
-    id: Any = None
-
-
-class _F(_S, tag="f"):
-    pass
-
-
-_OTHER_PHASES = [type(f"_Ph{ord(p)}", (_Event,), {}, tag=p)
-                 for p in "ABCDEFGHIJKLNOPQRTUVWYZabcdeghijklmnopqrtuvwxyz"]
-_DECODER = msgspec.json.Decoder(list[Union[tuple([_X, _M, _S, _F] + _OTHER_PHASES)]])  # type: ignore[misc]
-_NOARGS = _Args()
 
 
 # --------------------------------------------------------------------------------------------- files
@@ -190,107 +118,7 @@ def peek(root: str) -> dict:
     }
 
 
-# --------------------------------------------------------------------------------------------- decoding
-
-def _decode(path: str) -> list:
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read()
-    except FileNotFoundError:
-        raise LoadError(path, f"no {TRACE} here: the folder is not an Ascend text export "
-                              "(or the profile was not parsed/exported)") from None
-    except OSError as exc:
-        raise LoadError(path, f"cannot read the file ({exc.strerror or exc})") from None
-    if not data[:4096].strip() and not data.strip():
-        raise LoadError(path, "the file is empty" if data else "the file is empty (0 bytes)")
-    try:
-        return _DECODER.decode(data)
-    except UnicodeDecodeError as exc:
-        raise LoadError(path, f"not valid UTF-8 text (byte {exc.start}: {exc.reason})") from None
-    except msgspec.ValidationError as exc:
-        msg = str(exc)
-        if msg.startswith("Expected `array`"):
-            raise LoadError(path, "the top level is not a JSON array of trace events "
-                                  f"({msg.split(' - ')[0]})") from None
-        raise LoadError(path, f"a trace event has an unexpected layout ({msg})") from None
-    except msgspec.DecodeError as exc:
-        msg = str(exc)
-        if "truncated" in msg:
-            raise LoadError(path, "the JSON ends early (the file looks truncated)") from None
-        raise LoadError(path, f"not valid JSON ({msg})") from None
-
-
-def _floats(values: list) -> np.ndarray:
-    try:
-        return np.array(values, dtype=np.float64)
-    except (TypeError, ValueError):
-        return pd.to_numeric(pd.Series(values, dtype=object), errors="coerce").to_numpy(np.float64)
-
-
-def _ts_ns(values) -> np.ndarray:
-    """Trace ``ts`` values -> exact int64 ns (-1 when unreadable).
-
-    Fast path for strings with exactly 3 decimals ("1736408883688177.930"): values of equal
-    width are joined into one byte matrix and converted by digit arithmetic.  Anything else
-    (numbers, other decimals, junk) goes through timeconv's exact per-value rules.
-    """
-    n = len(values)
-    out = np.full(n, -1, dtype=np.int64)
-    try:
-        lens = np.fromiter(map(len, values), dtype=np.int64, count=n)
-    except TypeError:                              # numbers or None among the values
-        return np.array(_slow_ns(values), dtype=np.int64)
-    slow = np.zeros(n, dtype=bool)
-    widths = np.unique(lens).tolist()
-    for width in widths:
-        idx = np.arange(n) if len(widths) == 1 else np.flatnonzero(lens == width)
-        if not 5 <= width <= 20:
-            slow[idx] = True
-            continue
-        sub = values if len(idx) == n else [values[i] for i in idx.tolist()]
-        try:
-            buf = ("\n".join(sub) + "\n").encode("ascii")
-        except UnicodeEncodeError:
-            slow[idx] = True
-            continue
-        m = np.frombuffer(buf, dtype=np.uint8).reshape(len(idx), width + 1)
-        dot = width - 4
-        bad = m[:, dot] != 46
-        if width == 20:                            # 19 digits: stay below the int64 limit
-            bad |= m[:, 0] > 56
-        acc = np.zeros(len(idx), dtype=np.int64)
-        for c in range(width):
-            if c != dot:
-                col = m[:, c] - np.uint8(48)       # non-digits wrap around to > 9
-                bad |= col > 9
-                acc *= 10
-                acc += col
-        if bad.any():
-            out[idx[~bad]] = acc[~bad]
-            slow[idx[bad]] = True
-        else:
-            out[idx] = acc
-    if slow.any():
-        rows = np.flatnonzero(slow)
-        out[rows] = _slow_ns([values[i] for i in rows.tolist()])
-    return out
-
-
-def _slow_ns(values) -> list[int]:
-    out = []
-    for v in values:
-        try:
-            ns = timeconv.us_to_ns(v)
-        except (ValueError, TypeError, OverflowError):
-            ns = -1
-        out.append(ns if -(1 << 63) < ns < (1 << 63) else -1)
-    return out
-
-
-def _dur_ns(values: list) -> np.ndarray:
-    d = _floats(values) * 1000.0
-    return np.where(np.isfinite(d), np.rint(d), 0).astype(np.int64)
-
+# --------------------------------------------------------------------------------------------- tables
 
 def _group_ids(pid: np.ndarray, tid: np.ndarray) -> np.ndarray:
     if len(pid) == 0:
@@ -298,121 +126,13 @@ def _group_ids(pid: np.ndarray, tid: np.ndarray) -> np.ndarray:
     return pd.DataFrame({"p": pid, "t": tid}).groupby(["p", "t"], sort=False).ngroup().to_numpy(np.int64)
 
 
-# --------------------------------------------------------------------------------------------- trace
-
-_ARG_FIELDS = {"hw": ("task_type", "task_id", "stream_id", "phys_stream_id", "connection_id"),
-               "ops": ("input_dims", "input_type", "call_stack", "seq", "correlation_id"),
-               "py": ("py_id", "py_parent"),
-               "hccl": ("hccl_task_type", "transport", "size", "src_rank", "dst_rank"),
-               "ovl": ()}
-_ROLES = {"Ascend Hardware": "hw", "HCCL": "hccl", "Communication": "hccl", "Overlap Analysis": "ovl"}
-
-
-def _transpose(objs, keys: tuple) -> dict:
-    """Attribute columns of many structs at once (attrgetter + zip run in C)."""
-    if not len(objs) or not keys:
-        return {k: () for k in keys}
-    if len(keys) == 1:
-        return {keys[0]: tuple(map(attrgetter(keys[0]), objs))}
-    return dict(zip(keys, zip(*map(attrgetter(*keys), objs))))
-
-
-def _objects(values) -> np.ndarray:
-    """1-d object array without numpy probing each element for nested sequences."""
-    return np.fromiter(values, dtype=object, count=len(values))
-
-
-class _Trace:
-    """Columns decoded from trace_view.json, grouped by role into ``self.b[role]`` column dicts:
-    hw / hccl / ovl (by process_name), ops (cpu_op, enqueue, dequeue), py (python_function),
-    npu_flow (async_npu s/f), fwdbwd.  Per-event objects are dropped after the transpose."""
-
-    def __init__(self, events: list) -> None:
-        self.proc: dict = {}
-        self.thread_name: dict = {}
-        self.thread_sort: dict = {}
-        xs: list = []
-        ms: list = []
-        flows: list = []
-        add_x, add_m, add_f = xs.append, ms.append, flows.append
-        for e in events:                       # the one per-event Python loop: split by phase
-            t = type(e)
-            if t is _X:
-                add_x(e)
-            elif t is _S or t is _F:
-                add_f(e)
-            elif t is _M:
-                add_m(e)
-        for e in ms:
-            a = e.args or _MetaArgs()
-            if e.name == "process_name":
-                self.proc[e.pid] = a.name
-            elif e.name == "thread_name":
-                self.thread_name[(e.pid, e.tid)] = a.name
-            elif e.name == "thread_sort_index":
-                self.thread_sort[(e.pid, e.tid)] = a.sort_index
-        one = lambda v: int(_ints([v])[0])  # noqa: E731  (metadata keyed like the columns)
-        self.roles = {one(p): _ROLES[n] for p, n in self.proc.items() if n in _ROLES}
-        self.thread_name = {(one(p), one(t)): v for (p, t), v in self.thread_name.items()}
-        self.thread_sort = {(one(p), one(t)): v for (p, t), v in self.thread_sort.items()}
-        x = _transpose(xs, ("pid", "tid", "ts", "name", "dur", "cat", "args"))
-        del xs
-        pid, tid = _ints(x["pid"]), _ints(x["tid"])
-        ts = _ts_ns(x["ts"])
-        role = np.full(len(pid), "", dtype=object)
-        for p, r in self.roles.items():
-            role[pid == p] = r
-        cat, name, args = _objects(x["cat"]), _objects(x["name"]), _objects(x["args"])
-        dur = _dur_ns(x["dur"])
-        host = role == ""
-        masks = {r: role == r for r in ("hw", "hccl", "ovl")}
-        masks["ops"] = host & ((cat == "cpu_op") | (cat == "enqueue") | (cat == "dequeue"))
-        masks["py"] = host & (cat == "python_function")
-        ok = ts >= 0
-        self.bad_ts = int((~ok).sum())
-        self.b: dict = {}
-        for kind, m in masks.items():
-            idx = np.flatnonzero(m & ok)
-            c = {"n": len(idx), "pid": pid[idx], "tid": tid[idx], "ts": ts[idx], "dur": dur[idx],
-                 "name": name[idx].tolist()}
-            if kind == "ops":
-                c["cat"] = cat[idx].tolist()
-            sub = [a or _NOARGS for a in args[idx].tolist()]
-            for f, v in _transpose(sub, _ARG_FIELDS[kind]).items():
-                c[f] = list(v)
-            self.b[kind] = c
-        f = _transpose(flows, ("pid", "tid", "ts", "id", "cat"))
-        fts = _ts_ns(f["ts"])
-        fcat = _objects(f["cat"])
-        ph = _objects(["f" if type(e) is _F else "s" for e in flows])
-        fpid, ftid, fid = _ints(f["pid"]), _ints(f["tid"]), _objects(f["id"])
-        self.bad_ts += int((fts < 0).sum())
-        for kind, c_name in (("npu_flow", "async_npu"), ("fwdbwd", "fwdbwd")):
-            idx = np.flatnonzero((fcat == c_name) & (fts >= 0))
-            self.b[kind] = {"n": len(idx), "pid": fpid[idx], "tid": ftid[idx], "ts": fts[idx],
-                            "ph": ph[idx].tolist(), "id": fid[idx].tolist()}
-
-
-def parse_trace(path: str) -> _Trace:
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        return _Trace(_decode(path))
-    finally:
-        if was:
-            gc.enable()
-
-
-# --------------------------------------------------------------------------------------------- tables
-
 def _flow_pairs(c: dict) -> pd.DataFrame:
     """s/f events of one flow category paired by id (first s and first f of each id)."""
-    ids = pd.Series(c["id"], dtype=object).map(lambda v: v if v is None else str(v))
-    df = pd.DataFrame({"key": pd.factorize(ids)[0], "ph": pd.Series(c["ph"], dtype=object),
-                       "ts": c["ts"], "pid": c["pid"], "tid": c["tid"], "row": np.arange(c["n"])})
+    df = pd.DataFrame({"key": c["key"], "is_f": c["is_f"], "ts": c["ts"], "pid": c["pid"], "tid": c["tid"],
+                       "row": np.arange(c["n"])})
     df = df[df["key"] >= 0]
-    s = df[df["ph"] == "s"].drop_duplicates("key")
-    f = df[df["ph"] == "f"].drop_duplicates("key")
+    s = df[~df["is_f"]].drop_duplicates("key")
+    f = df[df["is_f"]].drop_duplicates("key")
     return s.merge(f, on="key", suffixes=("_s", "_f")).sort_values("row_s", kind="stable")
 
 
@@ -427,17 +147,17 @@ def _nest_rows(start, end, pid, tid, rows: np.ndarray, n: int) -> tuple[np.ndarr
     return parent, depth
 
 
-def _host_tables(tr: _Trace, sym: SymbolTable, meta: ProfileMeta) -> dict:
+def _host_tables(tr: Trace, sym: SymbolTable, meta: ProfileMeta) -> dict:
     fb = _flow_pairs(tr.b["fwdbwd"])
     fc = tr.b["fwdbwd"]
-    f_tids = fc["tid"][np.array([p == "f" for p in fc["ph"]], dtype=bool)] if fc["n"] else []
+    f_tids = fc["tid"][fc["is_f"]]
     meta.bwd_tid = int(f_tids[-1]) if len(f_tids) else None
     out = {"fwdbwd": make_table("fwdbwd", start_ns=fb["ts_s"], start_pid=fb["pid_s"], start_tid=fb["tid_s"],
                                 end_ns=fb["ts_f"], end_pid=fb["pid_f"], end_tid=fb["tid_f"])}
     c = tr.b["ops"]
     n = c["n"]
     start, end = c["ts"], c["ts"] + c["dur"]
-    cpu = np.flatnonzero(np.array([x == "cpu_op" for x in c["cat"]], dtype=bool))
+    cpu = np.flatnonzero(c["cat"] == "cpu_op")
     parent, depth = _nest_rows(start, end, c["pid"], c["tid"], cpu, n)
     out["ops"] = make_table(
         "ops", n, name=_intern(sym, c["name"]), cat=_intern(sym, c["cat"]), start_ns=start, dur_ns=c["dur"],
@@ -457,12 +177,17 @@ def _host_tables(tr: _Trace, sym: SymbolTable, meta: ProfileMeta) -> dict:
     return out
 
 
+def _take(values, idx: np.ndarray):
+    """Rows ``idx`` of an int64 column or of a list of raw values (see Trace)."""
+    return values[idx] if isinstance(values, np.ndarray) else [values[i] for i in idx.tolist()]
+
+
 def _op_type(name: str) -> str:
     t = name.lower().split("_")
     return t[1] if t[0] == "hcom" and len(t) > 1 else t[0]
 
 
-def _comm_tables(tr: _Trace, sym: SymbolTable) -> tuple[pd.DataFrame, pd.DataFrame, tuple]:
+def _comm_tables(tr: Trace, sym: SymbolTable) -> tuple[pd.DataFrame, pd.DataFrame, tuple]:
     c = tr.b["hccl"]
     # thread -> (is group thread, group name, group key): planes belong to the nearest preceding
     # "Communication" thread in thread_sort_index order (spec a.5)
@@ -507,12 +232,11 @@ def _comm_tables(tr: _Trace, sym: SymbolTable) -> tuple[pd.DataFrame, pd.DataFra
         k = np.searchsorted(ostart[orows], ts, side="right") - 1
         ok = (k >= 0) & (ts <= oend[orows[np.maximum(k, 0)]])
         comm_op[trows[ok]] = orows[k[ok]]
-    sub = lambda key: [c[key][i] for i in t.tolist()]  # noqa: E731
     comm_tasks = make_table(
         "comm_tasks", len(t), name=names[t], group=gsym[t], plane=c["tid"][t], start_ns=c["ts"][t],
-        dur_ns=c["dur"][t], comm_op=comm_op, task_type=_intern(sym, sub("hccl_task_type")),
-        transport=_intern(sym, sub("transport")), bytes=_ints(sub("size")), src_rank=_ints(sub("src_rank")),
-        dst_rank=_ints(sub("dst_rank")))
+        dur_ns=c["dur"][t], comm_op=comm_op, task_type=_intern(sym, c["hccl_task_type"][t]),
+        transport=_intern(sym, c["transport"][t]), bytes=_ints(_take(c["size"], t)),
+        src_rank=_ints(_take(c["src_rank"], t)), dst_rank=_ints(_take(c["dst_rank"], t)))
     return comm_ops, comm_tasks, (c["pid"][o], c["tid"][o])
 
 

@@ -40,6 +40,7 @@ _CUT = re.compile(rb"\}\s*,\s*\{")
 _ARRAY_END = re.compile(rb"\}\s*\]")
 _TOKEN = re.compile(rb'"(?:[^"\\]|\\.)*"\s*:?|[{}\[\]]')
 _WS = b" \t\r\n"
+TOO_DEEP = "arrays/objects inside each other about 1,000 levels deep; no profiler writes that"
 
 
 def _fmt(n: int) -> str:
@@ -182,6 +183,8 @@ def _decode_object_part(text: bytes, path: str, what: str) -> dict:
         obj = msgspec.json.decode(text)
     except (msgspec.DecodeError, UnicodeDecodeError) as e:
         raise LoadError(path, f"malformed JSON {what}: {e}") from None
+    except RecursionError:
+        raise LoadError(path, f"JSON nested too deeply {what} ({TOO_DEEP})") from None
     return obj if isinstance(obj, dict) else {}
 
 
@@ -204,7 +207,7 @@ def _tail_dict(tail: bytes, path: str) -> Optional[dict]:
         return None
     try:
         obj = msgspec.json.decode(b"{" + t[1:])
-    except (msgspec.DecodeError, UnicodeDecodeError):
+    except (msgspec.DecodeError, UnicodeDecodeError, RecursionError):
         return None
     return obj if isinstance(obj, dict) else None
 
@@ -342,6 +345,9 @@ class _State:
         except UnicodeDecodeError:
             span = f"{_fmt(self.base + self.cstart)}..{_fmt(self.base + close)}"
             raise LoadError(self.path, f"the file is not valid UTF-8 text (in bytes {span})") from None
+        except RecursionError:
+            span = f"{_fmt(self.base + self.cstart)}..{_fmt(self.base + close)}"
+            raise LoadError(self.path, f"JSON nested too deeply in bytes {span} ({TOO_DEEP})") from None
         finally:
             buf[close] = saved_close
             buf[self.cstart] = saved_open
@@ -396,6 +402,8 @@ def _explain_unclosed(st: _State, mode: str, path: str):
         items = msgspec.json.decode(rest)
     except UnicodeDecodeError:
         raise LoadError(path, "the file is not valid UTF-8 text (near its end)") from None
+    except RecursionError:
+        raise LoadError(path, f"JSON nested too deeply near the end of the file ({TOO_DEEP})") from None
     except msgspec.DecodeError as e:
         msg = str(e)
         off = _error_offset(msg)
@@ -404,7 +412,7 @@ def _explain_unclosed(st: _State, mode: str, path: str):
         if "trailing characters" in msg:
             try:
                 items = msgspec.json.decode(rest[:off])
-            except msgspec.DecodeError:
+            except (msgspec.DecodeError, RecursionError):
                 items = []
             if all(isinstance(x, dict) for x in items):
                 raise LoadError(path, "malformed JSON after the traceEvents array "

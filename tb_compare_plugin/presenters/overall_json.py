@@ -21,7 +21,11 @@ def overall_payload(cmp) -> dict:
             out[k] = v
     comm = cmp.communication()
     out["communication"] = comm.to_list()
-    notes = list(out.get("notes") or [])
-    notes += [n for n in getattr(comm, "notes", []) if n not in notes]
+    notes, seen = [], set()
+    for n in list(out.get("notes") or []) + list(getattr(comm, "notes", [])):
+        core = n.split(": ", 1)[1] if n.startswith(("Overview: ", "Communication: ")) else n
+        if core not in seen:
+            seen.add(core)
+            notes.append(core)
     out["notes"] = notes
     return out

@@ -24,7 +24,7 @@ class ColumnSpec:
 def page(df: pd.DataFrame, columns: list[ColumnSpec], *, sort: str | None = None, order: str = "desc",
          q: str | None = None, search_cols: tuple = ("name",), min_diff: float | None = None,
          diff_col: str = "diff", offset: int = 0, limit: int = 100, summary: dict | None = None,
-         extra_cols: tuple = ()) -> dict:
+         extra_cols: tuple = (), status: str | None = None) -> dict:
     """One page of ``df`` as the route's JSON object.
 
     ``sort`` must be one of the column keys (else ValueError); ``q`` is a case-insensitive
@@ -40,6 +40,11 @@ def page(df: pd.DataFrame, columns: list[ColumnSpec], *, sort: str | None = None
             if c in view.columns:
                 mask |= view[c].astype(str).str.lower().str.contains(ql, regex=False).to_numpy()
         view = view[mask]
+    if status:
+        if status not in ("both", "baseline_only", "target_only"):
+            raise ValueError("status must be both, baseline_only or target_only")
+        if "status" in view.columns:
+            view = view[view["status"] == status]
     if min_diff is not None and diff_col in view.columns:
         view = view[view[diff_col].abs().fillna(0) >= min_diff]
     if sort:
@@ -67,5 +72,8 @@ def page(df: pd.DataFrame, columns: list[ColumnSpec], *, sort: str | None = None
         "total_unfiltered": int(total_all),
         "offset": offset,
         "limit": limit,
+        "sort": sort,
+        "order": order if sort else None,
+        "diff_col": diff_col,
         "summary": summary or {},
     }

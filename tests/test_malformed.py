@@ -1,0 +1,329 @@
+"""Malformed input, through the paths users hit: every case (tests/malformed_cases.py) is
+discovered (``find_runs``) and loaded (``store.load_profile``) in-process, and must end in exactly
+one of two outcomes:
+
+* a ``LoadError`` whose message names the file and the problem, or
+* a best-effort load: then every engine runs on ``Comparison(prof, prof)`` without an exception,
+  each side's overall parts still sum to E2E, and when rows were dropped (fewer than the pristine
+  source gives, beyond what the case itself removed) a ``meta.warnings`` entry says so.
+
+A sample of cases also goes through the CLI (exit code + one stderr line) and the plugin's
+``/worker`` route (200, or 422 with the message).  The last test prints a summary and writes it to
+``test-artifacts/malformed_summary.txt``.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import time
+import traceback
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from conftest import CORPUS, ROOT
+import malformed_cases as mc
+
+from tb_compare_plugin.comparison import Comparison
+from tb_compare_plugin.discovery import find_runs
+from tb_compare_plugin.loaders.errors import LoadError
+from tb_compare_plugin.store import load_profile
+
+RESULTS: list[dict] = []            # one entry per case and channel (load / cli / route)
+ENGINES = ("overall", "communication", "kernels", "api", "operators", "modules", "memory", "memory_peak",
+           "memory_curves")
+ARTIFACT = ROOT / "test-artifacts" / "malformed_summary.txt"
+# Cases that currently fail inside loaders/ascend_text.py, which another helper is rewriting;
+# reported to them, not fixed here.  strict=False: they may pass once the rewrite lands.
+_SILENT = "wrong-typed values make events vanish without a meta.warnings entry"
+KNOWN_ASCEND_TEXT: dict[str, str] = {
+    "npu-trace-wrongtype-name": _SILENT + " (overlap, comm_ops)",
+    "npu-trace-wrongtype-cat": _SILENT + " (ops, pyfuncs, fwdbwd)",
+    "npu-trace-wrongtype-id": _SILENT + " (fwdbwd)",
+    "npu-trace-wrongtype-pid": "TypeError: unhashable type: 'list' in ascend_trace.py (_Trace.__init__)",
+    "npu-trace-wrongtype-tid": "TypeError: unhashable type: 'list' in ascend_trace.py (_Trace.__init__)",
+    "sidefile-profiler_info_0.json-2": "peek: AttributeError on a non-dict experimental_config; the "
+                                      "message names the folder, not profiler_info_0.json",
+    "sidefile-profiler_info_0.json-3": "peek: AttributeError on a non-dict common_config; the message "
+                                      "names the folder, not profiler_info_0.json",
+}
+
+
+class Escaped(AssertionError):
+    """An exception other than LoadError got out, or an outcome broke the contract."""
+
+
+def _where(exc: BaseException) -> str:
+    """'file.py:line in fn' of the innermost frame inside the package (the culprit)."""
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if "tb_compare_plugin" in f.filename]
+    f = frames[-1] if frames else traceback.extract_tb(exc.__traceback__)[-1]
+    return f"{f.filename.split('tb_compare_plugin/')[-1]}:{f.lineno} in {f.name}"
+
+
+_EXERCISED: set[str] = set()        # profiles the engines already ran on without a problem
+
+
+def profile_key(prof) -> str:
+    """Digest of everything an engine can read (tables, symbols, meta but its paths)."""
+    import pandas as pd
+    h = hashlib.sha1()
+    for name in sorted(prof.tables):
+        h.update(name.encode())
+        h.update(pd.util.hash_pandas_object(prof.tables[name], index=False).to_numpy().tobytes())
+    h.update("\0".join(prof.symbols._strings).encode("utf-8", "surrogatepass"))
+    meta = {k: v for k, v in prof.meta.to_dict().items() if k not in ("path", "files")}
+    h.update(json.dumps(meta, sort_keys=True, default=str).encode())
+    return h.hexdigest()
+
+
+def exercise(prof) -> None:
+    """Every engine on (prof, prof), the overall JSON payload, and the E2E invariant.
+
+    Engines are pure functions of the profiles: a profile identical to one already exercised
+    (e.g. the same CSV with its columns reordered) would give identical results, so it is skipped."""
+    from tb_compare_plugin.http import dumps
+    from tb_compare_plugin.presenters.overall_json import overall_payload
+    key = profile_key(prof)
+    if key in _EXERCISED:
+        return
+    cmp = Comparison(prof, prof)
+    for name in ENGINES:
+        getattr(cmp, name)()
+    res = cmp.overall()
+    for side in (res.baseline, res.target):
+        assert side.check_sum() == 0, f"overall parts do not sum to E2E ({side.check_sum()} ns off)"
+    dumps(overall_payload(cmp))
+    _EXERCISED.add(key)
+
+
+_PRISTINE: dict[str, tuple[dict, set]] = {}
+
+
+def pristine(source: str, tmp_factory) -> tuple[dict, set]:
+    """(table row counts, warnings) of the unmodified source the case was derived from."""
+    if source not in _PRISTINE:
+        d = tmp_factory.mktemp(f"pristine-{source}")
+        mc.SOURCES[source](d)
+        (w,) = [w for r in find_runs(str(d)) for w in r.workers]
+        prof = load_profile(w)
+        _PRISTINE[source] = ({k: len(v) for k, v in prof.tables.items()}, set(prof.meta.warnings))
+    return _PRISTINE[source]
+
+
+def run_case(case: mc.Case, dst: Path, tmp_factory=None) -> dict:
+    """Build, discover, load (and exercise) one case; returns its record (never raises)."""
+    rec = {"id": case.id, "group": case.group, "channel": "load", "outcome": None, "detail": "", "workers": 0}
+    t0 = time.perf_counter()
+    try:
+        case.build(dst)
+        workers = [w for r in find_runs(str(dst)) for w in r.workers]
+        rec["workers"] = len(workers)
+        if not workers:
+            raise Escaped("discovery found no worker")
+        outcomes = []
+        for w in workers:
+            try:
+                prof = load_profile(w)
+            except LoadError as e:
+                msg = str(e).replace(str(dst), "<case>")
+                if not any(c in msg for c in case.culprits) or not (e.problem or "").strip():
+                    raise Escaped(f"LoadError does not name the file ({case.culprits}): {msg}")
+                outcomes.append("LoadError")
+                rec["detail"] = msg
+                continue
+            exercise(prof)
+            if case.source and len(workers) == 1 and tmp_factory is not None:
+                counts, warns = pristine(case.source, tmp_factory)
+                fewer = [t for t, n in counts.items()
+                         if t not in case.removes and len(prof.tables[t]) < n]
+                new = set(prof.meta.warnings) - warns
+                if fewer and not new:
+                    raise Escaped(f"rows dropped from {fewer} without a warning")
+                if new:
+                    rec["detail"] = "; ".join(sorted(new))[:300]
+            outcomes.append("best-effort")
+        rec["outcome"] = "LoadError" if "LoadError" in outcomes else "best-effort"
+    except Escaped as e:
+        rec["outcome"], rec["detail"] = "escaped", str(e)
+    except Exception as e:  # noqa: BLE001 - the point of the suite
+        rec["outcome"] = "escaped"
+        rec["detail"] = f"{type(e).__name__}: {str(e)[:200]} [{_where(e)}]"
+    rec["seconds"] = round(time.perf_counter() - t0, 3)
+    return rec
+
+
+def _params():
+    out = []
+    for c in mc.CASES:
+        marks = []
+        if c.corpus:
+            marks.append(pytest.mark.skipif(not CORPUS.is_dir(), reason=f"corpus not found at {CORPUS}"))
+        if c.id in KNOWN_ASCEND_TEXT:
+            marks.append(pytest.mark.xfail(strict=False, reason=f"{KNOWN_ASCEND_TEXT[c.id]} — owner: "
+                                           f"{mc.ASCEND_TEXT_OWNER}"))
+        out.append(pytest.param(c, id=c.id, marks=marks))
+    return out
+
+
+def _can_deny_reads(tmp: Path) -> bool:
+    p = tmp / "probe"
+    p.write_text("x")
+    os.chmod(p, 0)
+    try:
+        with open(p):
+            return False
+    except PermissionError:
+        return True
+    finally:
+        os.chmod(p, 0o644)
+
+
+@pytest.mark.parametrize("case", _params())
+def test_case(case, tmp_path, tmp_path_factory):
+    if case.needs_unreadable and not _can_deny_reads(tmp_path):
+        RESULTS.append({"id": case.id, "group": case.group, "channel": "load", "outcome": "skipped",
+                        "detail": "chmod 000 does not deny reads here (running as root)"})
+        pytest.skip("chmod 000 does not deny reads when the tests run as root")
+    try:
+        rec = run_case(case, tmp_path, tmp_path_factory)
+    finally:
+        for p in tmp_path.rglob("*"):              # let pytest clean up after chmod cases
+            if not p.is_symlink():
+                p.chmod(0o755)
+    if case.id in KNOWN_ASCEND_TEXT and rec["outcome"] == "escaped":
+        rec["outcome"] = "escaped-known"
+    RESULTS.append(rec)
+    assert rec["outcome"] in ("LoadError", "best-effort"), f"{case.id}: {rec['detail']}"
+
+
+# ------------------------------------------------------------------------------ CLI and routes
+
+CLI_SAMPLE = ("trace-truncate-in_string", "trace-raw-empty", "gzip-truncated-2", "trace-wrongtype-ts",
+              "trace-bare-NaN-ts", "db-random-bytes", "db-wrongtype-task-start-text",
+              "csv-missing-required-kernel_details-Start Time(us)", "csv-bad-cells-kernel_details-Duration(us)",
+              "layout-folder-named-like-trace")
+ROUTE_SAMPLE = CLI_SAMPLE + ("trace-doc-no-traceEvents", "trace-list-form", "db-missing-TASK",
+                             "csv-raw-kernel_details-non-utf8", "layout-empty-worker", "gzip-bad-crc",
+                             "db-zero-bytes", "trace-ids-2p64")
+
+
+def _single_root(case: mc.Case, dst: Path) -> str:
+    case.build(dst)
+    (w,) = [w for r in find_runs(str(dst)) for w in r.workers]
+    return w.root
+
+
+def test_cli_sample(tmp_path):
+    cases = mc.by_id()
+    jobs = []
+    for i, cid in enumerate(CLI_SAMPLE):
+        d = tmp_path / f"c{i}"
+        d.mkdir()
+        root = _single_root(cases[cid], d)
+        env = dict(os.environ, TB_COMPARE_CACHE="0")
+        if i % 4:                                   # most in-process (fast); some through parser processes
+            env["TB_COMPARE_PROCESSES"] = "0"
+        jobs.append((cid, root, env))
+    running, failures = [], []
+    while jobs or running:
+        while jobs and len(running) < 2:
+            cid, root, env = jobs.pop(0)
+            cmd = [sys.executable, "-m", "tb_compare_plugin.cli", root, root, "--json", "-", "--no-progress"]
+            running.append((cid, subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                                  text=True, cwd=ROOT, env=env)))
+        cid, p = running.pop(0)
+        stdout, stderr = p.communicate(timeout=300)
+        rec = {"id": cid, "group": cases[cid].group, "channel": "cli", "detail": stderr.strip()[:300]}
+        lines = stderr.strip().splitlines()
+        if p.returncode == 0:
+            ok = bool(json.loads(stdout).get("overall_metrics") is not None) and "Traceback" not in stderr
+            rec["outcome"] = "best-effort" if ok else "escaped"
+        else:
+            ok = (len(lines) == 1 and lines[0].startswith("tb-compare: error:")
+                  and any(c in lines[0] for c in cases[cid].culprits))
+            rec["outcome"] = "LoadError" if ok else "escaped"
+        RESULTS.append(rec)
+        if rec["outcome"] == "escaped":
+            failures.append((cid, p.returncode, stderr[-600:]))
+    assert not failures, failures
+
+
+def test_route_sample(tmp_path):
+    from test_plugin_routes import PREFIX, make_client
+    cases = mc.by_id()
+    logdir = tmp_path / "logdir"
+    for i, cid in enumerate(ROUTE_SAMPLE):
+        d = logdir / f"r{i:02d}"
+        d.mkdir(parents=True)
+        cases[cid].build(d)
+    c = make_client(logdir)
+    listing = json.loads(c.get(PREFIX + "/runs").get_data())
+    by_run = {r["name"]: [w["id"] for w in r["workers"]] for r in listing["runs"]}
+    every = [wid for wids in by_run.values() for wid in wids]
+    r = c.post(PREFIX + "/load", data=json.dumps({"workers": every}), content_type="application/json")
+    assert r.status_code == 200, r.get_data()[:300]
+    failures = []
+    for i, cid in enumerate(ROUTE_SAMPLE):
+        ids = [wid for run, wids in by_run.items() if run.split("/")[0] == f"r{i:02d}" for wid in wids]
+        rec = {"id": cid, "group": cases[cid].group, "channel": "route", "detail": ""}
+        outcomes = []
+        for wid in ids:
+            for _ in range(120):
+                r = c.get(PREFIX + "/worker", query_string={"id": wid})
+                if r.status_code not in (202, 409):    # 409: not parsed yet (the load is queued)
+                    break
+                time.sleep(0.25)
+            body = json.loads(r.get_data()) if r.headers.get("Content-Type", "").startswith("application/json") else {}
+            if r.status_code == 200 and "summary" in body:
+                outcomes.append("best-effort")
+            elif r.status_code == 422 and any(x in body.get("error", "") for x in cases[cid].culprits):
+                outcomes.append("LoadError")
+                rec["detail"] = body["error"][:300]
+            else:
+                outcomes.append("escaped")
+                rec["detail"] = f"{wid}: HTTP {r.status_code} {r.get_data()[:300]!r}"
+        if not ids:
+            outcomes, rec["detail"] = ["escaped"], "not listed by the runs route"
+        rec["outcome"] = ("escaped" if "escaped" in outcomes else
+                          "LoadError" if "LoadError" in outcomes else "best-effort")
+        RESULTS.append(rec)
+        if rec["outcome"] == "escaped":
+            failures.append((cid, rec["detail"]))
+    assert not failures, failures
+
+
+# ------------------------------------------------------------------------------ summary
+
+def summary_text(results: list[dict]) -> str:
+    lines = ["malformed-input suite: outcomes per channel", ""]
+    kinds = ("LoadError", "best-effort", "escaped", "escaped-known", "skipped")
+    lines.append(f"{'channel':<8} {'tried':>6} " + " ".join(f"{k:>13}" for k in kinds))
+    for ch in ("load", "cli", "route"):
+        rs = [r for r in results if r["channel"] == ch]
+        cnt = Counter(r["outcome"] for r in rs)
+        lines.append(f"{ch:<8} {len(rs):>6} " + " ".join(f"{cnt.get(k, 0):>13}" for k in kinds))
+    load = [r for r in results if r["channel"] == "load"]
+    lines += ["", "load channel by group:"]
+    for g in sorted({r["group"] for r in load}):
+        cnt = Counter(r["outcome"] for r in load if r["group"] == g)
+        lines.append(f"  {g:<12} " + ", ".join(f"{k} {v}" for k, v in sorted(cnt.items())))
+    bad = [r for r in results if r["outcome"] in ("escaped", "escaped-known")]
+    lines += ["", f"escaped: {sum(r['outcome'] == 'escaped' for r in results)} "
+                  f"(+{sum(r['outcome'] == 'escaped-known' for r in results)} known, owned by ascend_text.py)"]
+    lines += [f"  [{r['channel']}] {r['id']}: {r['detail']}" for r in bad]
+    return "\n".join(lines) + "\n"
+
+
+def test_zz_summary():
+    """Aggregates what the tests above recorded (runs last in this module)."""
+    if not RESULTS:
+        pytest.skip("no case ran")
+    text = summary_text(RESULTS)
+    ARTIFACT.parent.mkdir(exist_ok=True)
+    ARTIFACT.write_text(text)
+    print("\n" + text)
+    assert not [r for r in RESULTS if r["outcome"] == "escaped"]
