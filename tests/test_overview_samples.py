@@ -69,3 +69,15 @@ def test_parts_add_up_to_e2e():
                                                             "Free Time") if n in r)
             parts += r["Lccl"][side]["duration_ms"] if "Lccl" in r else 0.0
             assert parts == pytest.approx(r["E2E Time"][side]["duration_ms"], abs=1e-6)
+
+
+@pytest.mark.parametrize("step", [1, 2])
+def test_step_figures_match_expected(step):
+    """One step on each side: E2E runs until the next step's device work begins (the gap is
+    that step's Free time), on GPU as on NPU."""
+    payload = cli_json("baseline_gpu", "target_npu", "--base-step", str(step), "--target-step", str(step))
+    r = rows(payload)
+    for side, run in (("baseline", "baseline_gpu"), ("target", "target_npu")):
+        fig = EXPECTED["runs"][run]["figures"][str(step)]
+        for name, key in (("E2E Time", "e2e_ms"), ("Computing Time", "computing_ms"), ("Free Time", "free_ms")):
+            assert r[name][side]["duration_ms"] == pytest.approx(fig[key], abs=1e-6), (side, name)

@@ -255,7 +255,7 @@ def breakdown(profile, step: int | None = None, reference_compat: bool = False,
     rows, codes, hide = _categorise(profile, sel, reference_compat, gpu)
     sb.hide_op_details = hide
     if device == "GPU":
-        dt = overall_gpu.device_times(profile, gpu, reference_compat)
+        dt = overall_gpu.device_times(profile, gpu, reference_compat, sel.next_start)
     else:
         dt = overall_npu.device_times(profile, sel, rows, reference_compat)
     sb.notes.extend(dt.notes)

@@ -92,13 +92,18 @@ def cube_op_rows(profile) -> np.ndarray:
     return np.flatnonzero(text_flags(profile.symbols, ops["cat"].to_numpy(), lambda s: s in TORCH_OP_CATS))
 
 
-def device_times(profile, g: GpuRows, compat: bool) -> DeviceTimes:
+def device_times(profile, g: GpuRows, compat: bool, next_start: int | None = None) -> DeviceTimes:
+    """``next_start``: with one step selected, where the next step's device work begins; the
+    step's E2E then runs up to it (not in reference-compat mode)."""
     k = profile.kernels
     dt = DeviceTimes()
     s = _arr(k, "start_ns", g.rows)
     e = s + _arr(k, "dur_ns", g.rows)
     if g.span.any():
-        dt.e2e_ns = int(e[g.span].max() - s[g.span].min())
+        end = int(e[g.span].max())
+        if next_start is not None and not compat and next_start > end:
+            end = next_start
+        dt.e2e_ns = end - int(s[g.span].min())
     if compat:
         # 1-µs ticks int(ts+1) .. int(ts+dur): the same as the union of µs-floored intervals
         s, e = (s // 1000) * 1000, (e // 1000) * 1000

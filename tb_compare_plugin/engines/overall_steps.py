@@ -29,6 +29,7 @@ class Selection:
     comm_tasks: np.ndarray
     overlap: np.ndarray
     mem_records: np.ndarray
+    next_start: int | None = None           # first device activity of the following step
 
 
 class StepError(ValueError):
@@ -66,4 +67,21 @@ def select(profile, step: int | None) -> Selection:
     kmask = tagged | ((kstep < 0) & _in(ks, window))
     return Selection(int(step), 1, window, kmask,
                      _in(co["start_ns"].to_numpy(), window), _in(ct["start_ns"].to_numpy(), window),
-                     _in(ov["start_ns"].to_numpy(), window), _in(mr["ts_ns"].to_numpy(), window))
+                     _in(ov["start_ns"].to_numpy(), window), _in(mr["ts_ns"].to_numpy(), window),
+                     _next_step_start(steps, kstep, ks, int(step)))
+
+
+def _next_step_start(steps, kstep: np.ndarray, ks: np.ndarray, step: int) -> int | None:
+    """Start of the next step's device work (its first tagged kernel, else its host window):
+    a step's device time runs until the next step begins, so the gap between steps is its Free
+    time, as in Ascend's step_trace_time.csv."""
+    later = sorted({int(x) for x in steps["step"].to_numpy() if int(x) > step} |
+                   {int(x) for x in np.unique(kstep) if int(x) > step})
+    if not later:
+        return None
+    nxt = later[0]
+    tagged = kstep == nxt
+    if tagged.any():
+        return int(ks[tagged].min())
+    rows = steps[steps["step"] == nxt]
+    return int(rows["start_ns"].min()) if len(rows) else None
