@@ -33,6 +33,7 @@ class ProcResult:
     peak_rss_mb: float            # 10^6 bytes
     rss_source: str = "time"      # "time" (/usr/bin/time %M) or "wait4" (floored by our own RSS)
     killed: str = ""              # "" or why the watchdog killed it
+    peak_tree_rss_mb: float = 0.0  # max over time of the summed RSS of the process and its children
     stdout: str = ""
     stderr: str = ""
     child: dict = field(default_factory=dict)   # the child's JSON line, when it printed one
@@ -88,10 +89,12 @@ def run(cmd: list, timeout_s: float, max_rss_mb: float, cwd: str | None = None,
         p = subprocess.Popen(full, stdout=out, stderr=err, cwd=cwd, env=env, start_new_session=True)
         done = threading.Event()
         why: list = []
+        tree_peak = [0.0]
 
         def watch():
-            while not done.wait(0.2):
+            while not done.wait(0.1):
                 rss_mb = _tree_rss_kb(p.pid) * 1024 / 1e6
+                tree_peak[0] = max(tree_peak[0], rss_mb)
                 over = time.perf_counter() - t0 > timeout_s
                 if over or rss_mb > max_rss_mb:
                     why.append(f"timeout after {timeout_s:.0f} s" if over
@@ -126,6 +129,7 @@ def run(cmd: list, timeout_s: float, max_rss_mb: float, cwd: str | None = None,
             except (OSError, ValueError, IndexError):
                 pass                   # killed before time could write: keep wait4's figure
     return ProcResult(rc=p.returncode, wall_s=wall, peak_rss_mb=peak, rss_source=source,
+                      peak_tree_rss_mb=max(tree_peak[0], peak),
                       killed=why[0] if why else "", stdout=stdout[-20000:], stderr=stderr[-20000:],
                       child=_last_json(stdout))
 

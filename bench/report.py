@@ -57,3 +57,24 @@ def write_json(rows: list, meta: dict, out: Path) -> Path:
     path.write_text(text)
     (res_dir / "latest.json").write_text(text)
     return path
+
+
+def versus_reference(rows: list) -> str:
+    """Per pair: our end-to-end and cached times against the reference's, measured in the same run."""
+    by = {}
+    for r in rows:
+        if r["phase"] in ("cli", "cli_cached", "reference") and r.get("status") == "ok":
+            by.setdefault(r["input"], {})[r["phase"]] = r
+    lines = ["| pair | data MB | tb-compare s (RSS MB) | cached s | reference s (RSS MB) | speed-up | RSS ratio |",
+             "|---|---|---|---|---|---|---|"]
+    for pair, d in by.items():
+        c, cc, ref = d.get("cli"), d.get("cli_cached"), d.get("reference")
+        if not (c or ref):
+            continue
+        speed = ref["wall_s"] / c["wall_s"] if (c and ref) else None
+        rss = ref["peak_rss_mb"] / c["peak_rss_mb"] if (c and ref and c["peak_rss_mb"]) else None
+        data = (c or ref)["data_bytes"] / 1e6
+        lines.append(f"| {pair} | {data:.0f} | {_f(c and c['wall_s'], '.2f')} ({_f(c and c['peak_rss_mb'], '.0f')}) "
+                     f"| {_f(cc and cc['wall_s'], '.2f')} | {_f(ref and ref['wall_s'], '.1f')} "
+                     f"({_f(ref and ref['peak_rss_mb'], '.0f')}) | {_f(speed, '.1f')}x | {_f(rss, '.1f')}x |")
+    return "\n".join(lines) if len(lines) > 2 else ""
