@@ -19,7 +19,7 @@ import random
 import re
 import shutil
 import sqlite3
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Callable
@@ -75,10 +75,6 @@ def gpu_bytes() -> bytes:
 @lru_cache(None)
 def corpus_gpu_bytes() -> bytes:
     return gzip.decompress(C_GPU.read_bytes())
-
-
-def gpu_doc() -> dict:
-    return json.loads(gpu_bytes())
 
 
 def write_trace(dst: Path, doc, name: str = TRACE, **dump) -> Path:
@@ -353,12 +349,13 @@ def _flip(data: bytes, frac: float) -> bytes:
 _corpus_truncations()
 
 
-def _doc_mut(fn, **dump):
-    """Mutation of the parsed sample trace document, written back as JSON."""
+def _doc_mut(fn, replace: bool = False):
+    """Mutation of the parsed sample trace document, written back as JSON (``replace``: ``fn``
+    returns the new document instead of editing it in place)."""
     def mutate(dst: Path) -> None:
         doc = json.loads((dst / TRACE).read_bytes())
         res = fn(doc)
-        write_trace(dst, res if isinstance(res, (dict, list)) else doc, **dump)
+        write_trace(dst, res if replace else doc)
     return mutate
 
 
@@ -493,9 +490,12 @@ add_mut("trace-steps-same-number", "trace", "gpu", _doc_mut(
 add_mut("trace-memory-free-without-alloc", "trace", "gpu", _doc_mut(_drop(
     lambda e: e.get("name") == "[memory]" and isinstance(e.get("args"), dict) and e["args"].get("Bytes", 0) > 0)),
     [TRACE], removes=frozenset({"mem_records", "mem_allocs"}))
+# an allocation whose free reports another size is dropped, as the reference does (spec, memory
+# pairing); real traces have hundreds (kineto_resnet50), so no warning: see docs/robustness.md
 add_mut("trace-memory-size-mismatch", "trace", "gpu", _doc_mut(lambda d: sub_every(
     d["traceEvents"], lambda e: e.get("name") == "[memory]" and isinstance(e.get("args"), dict),
-    lambda e, k: e["args"].__setitem__("Bytes", e["args"].get("Bytes", 0) + 1), 2)), [TRACE])
+    lambda e, k: e["args"].__setitem__("Bytes", e["args"].get("Bytes", 0) + 1), 2)), [TRACE],
+    removes=frozenset({"mem_allocs"}))
 add_mut("trace-duplicate-keys", "trace", "gpu", lambda dst: (dst / TRACE).write_bytes(
     (dst / TRACE).read_bytes().replace(b'"ph": "X", ', b'"ph": "X", "ph": "i", ', 20)), [TRACE])
 add_mut("trace-events-not-objects", "trace", "gpu", _doc_mut(lambda d: d.__setitem__(
@@ -521,13 +521,15 @@ DOCS = {
 }
 for key, doc in DOCS.items():
     add(f"trace-doc-{key}", "trace", lambda dst, doc=doc: write_trace(dst, doc), [TRACE])
-add_mut("trace-list-form", "trace", "gpu", _doc_mut(lambda d: d["traceEvents"]), [TRACE])
+add_mut("trace-list-form", "trace", "gpu", _doc_mut(lambda d: d["traceEvents"], replace=True), [TRACE])
+add_mut("trace-list-form-of-nulls", "trace", "gpu", _doc_mut(lambda d: [None] * 50, replace=True), [TRACE])
 add_mut("trace-two-traceEvents-keys", "trace", "gpu", lambda dst: (dst / TRACE).write_bytes(
     (dst / TRACE).read_bytes().replace(b'"traceEvents": [', b'"traceEvents": [], "traceEvents": [', 1)), [TRACE])
 add_mut("trace-trailing-garbage", "trace", "gpu",
         lambda dst: (dst / TRACE).write_bytes((dst / TRACE).read_bytes() + b"\n}{garbage"), [TRACE])
 add_mut("trace-missing-comma", "trace", "gpu", lambda dst: (dst / TRACE).write_bytes(
-    re.sub(rb"\}, \{", b"} {", (dst / TRACE).read_bytes(), count=1)), [TRACE])
+    (b := (dst / TRACE).read_bytes())[:len(b) // 2] + re.sub(rb"\}\s*,\s*\{", b"} {", b[len(b) // 2:], count=1)),
+    [TRACE])
 
 RAW = {"empty": b"", "whitespace": b" \n\t\r\n  ", "bom-only": b"\xef\xbb\xbf", "nul-bytes": b"\x00" * 64,
        "binary": random.Random(7).randbytes(4096), "utf16": '{"traceEvents": []}'.encode("utf-16"),
@@ -598,11 +600,11 @@ for i, frac in enumerate((0.3, 0.6, 0.9)):
             lambda dst, f=frac: (out(dst) / TV).write_bytes((b := _tv_bytes(dst))[:int(len(b) * f)]), [TV])
 
 
-def _tv_mut(fn):
+def _tv_mut(fn, replace: bool = False):
     def m(dst: Path) -> None:
         events = json.loads(_tv_bytes(dst))
         res = fn(events)
-        (out(dst) / TV).write_text(json.dumps(res if isinstance(res, (dict, list)) else events))
+        (out(dst) / TV).write_text(json.dumps(res if replace else events))
     return m
 
 
@@ -616,7 +618,7 @@ for akey in ("Task Type", "Stream Id", "connection_id", "Input Dims", "Sequence 
                   lambda e, k: e["args"].__setitem__(akey, wrong(e["args"][akey], k)), 3)
     add_mut(f"npu-trace-wrongtype-args-{akey.replace(' ', '_')}", "ascend-text", "npu", _tv_mut(m), [TV])
 add_mut("npu-trace-object-not-array", "ascend-text", "npu",
-        _tv_mut(lambda ev: {"traceEvents": ev}), [TV])
+        _tv_mut(lambda ev: {"traceEvents": ev}, replace=True), [TV])
 add_mut("npu-trace-nanish-ts", "ascend-text", "npu", _tv_mut(lambda ev: sub_every(
     ev, lambda e: "ts" in e, lambda e, k: e.__setitem__("ts", ["NaN", "", "inf", "1e400", "-5"][k % 5]), 7)), [TV])
 add_mut("npu-trace-non-utf8", "ascend-text", "npu", lambda dst: (out(dst) / TV).write_bytes(
@@ -671,9 +673,8 @@ KD, OM, MR = "kernel_details.csv", "operator_memory.csv", "memory_record.csv"
 for f, col in ((KD, "Name"), (KD, "Start Time(us)"), (OM, "Name"), (OM, "Allocation Time(us)"),
                (MR, "Timestamp(us)")):
     add_mut(f"csv-missing-required-{f[:-4]}-{col}", "ascend-csv", "npu", csv_mut(f, drop_col(col)), [f])
-for f, col in ((KD, "Duration(us)"), (KD, "Type"), (KD, "Step Id"), (KD, "Accelerator Core"),
-               (KD, "aiv_vec_time(us)"), (OM, "Size(KB)"), (OM, "Release Time(us)"), (MR, "Total Reserved(MB)"),
-               (MR, "Component")):
+for f, col in ((KD, "Duration(us)"), (KD, "Type"), (KD, "Step Id"), (KD, "aiv_vec_time(us)"),
+               (OM, "Size(KB)"), (OM, "Release Time(us)"), (MR, "Total Reserved(MB)")):
     add_mut(f"csv-missing-optional-{f[:-4]}-{col}", "ascend-csv", "npu", csv_mut(f, drop_col(col)), [f])
 add_mut("csv-renamed-start-time", "ascend-csv", "npu",
         csv_mut(KD, rename_col("Start Time(us)", "Start Time (us)")), [KD])
@@ -681,10 +682,9 @@ add_mut("csv-renamed-alias-step-id", "ascend-csv", "npu", csv_mut(KD, rename_col
 add_mut("csv-renamed-name-lowercase", "ascend-csv", "npu", csv_mut(OM, rename_col("Name", "name")), [OM])
 for f in (KD, OM, MR):
     add_mut(f"csv-reordered-{f[:-4]}", "ascend-csv", "npu", csv_mut(f, reverse_cols), [f])
-for f, col in ((KD, "Start Time(us)"), (KD, "Duration(us)"), (KD, "Step Id"), (KD, "Task ID"), (KD, "Stream ID"),
+for f, col in ((KD, "Start Time(us)"), (KD, "Duration(us)"), (KD, "Step Id"), (KD, "Stream ID"),
                (KD, "aicore_time(us)"), (KD, "Name"), (OM, "Size(KB)"), (OM, "Allocation Time(us)"),
-               (OM, "Release Time(us)"), (OM, "Device Type"), (MR, "Timestamp(us)"), (MR, "Total Allocated(MB)"),
-               (MR, "Device Type")):
+               (OM, "Release Time(us)"), (OM, "Device Type"), (MR, "Timestamp(us)"), (MR, "Total Allocated(MB)")):
     add_mut(f"csv-bad-cells-{f[:-4]}-{col}", "ascend-csv", "npu", csv_mut(f, bad_cells(col)), [f])
 
 

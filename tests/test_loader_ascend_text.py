@@ -295,9 +295,9 @@ def test_folder_without_trace(tmp_path):
 
 def test_ts_conversion_paths():
     same = ["1736408883688177.930", "1736408883688178.001"]
-    assert ascend_text._ts_ns(same).tolist() == [1736408883688177930, 1736408883688178001]
+    assert ascend_csv.ts_ns(same).tolist() == [1736408883688177930, 1736408883688178001]
     mixed = ["1736408883688177.930", "1736408883688177", "5.5", 12, 1.5, None, "junk"]
-    assert ascend_text._ts_ns(mixed).tolist() == [1736408883688177930, 1736408883688177000, 5500, 12000,
+    assert ascend_csv.ts_ns(mixed).tolist() == [1736408883688177930, 1736408883688177000, 5500, 12000,
                                                    1500, -1, -1]
 
 
@@ -305,6 +305,7 @@ def test_ints_helper():
     assert ascend_csv.ints([1, None, "7", "N/A", 2.0]).tolist() == [1, -1, 7, -1, 2]
     odd = ascend_csv.ints([3, "Group A", "Group B", "Group A"]).tolist()
     assert odd[0] == 3 and odd[1] == odd[3] and odd[1] != odd[2] and min(odd[1:]) < -1
+    assert ascend_csv.ints([2 ** 70, "99999999999999999999999", 7, 1e300]).tolist() == [-1, -1, 7, -1]
 
 
 def test_empty_optional_csv_warns(corpus, tmp_path):
@@ -388,3 +389,165 @@ def test_synthetic_rules(tmp_path):
                                                      "HCCS": {"size_mb": 1.0, "time_ms": 0.0}}},
                                 "last_key": "step1"}
     assert len(p.overlap) == 0 and len(p.pyfuncs) == 0 and p.meta.bwd_tid is None
+
+
+# --------------------------------------------------------------------------------------- streaming decode
+# trace_view.json is decoded in ~1 MB chunks (ascend_trace); these tests pin that the tables do not
+# depend on where the chunks are cut, on the order metadata arrives in, or on the rewrite itself.
+
+SAMPLE_RUNS = ["target_npu/rank0_ascend_pt", "target_npu_v2/rank0_ascend_pt"]
+EXPORTS = [("corpus", w) for w in WORKERS] + [("samples", s) for s in SAMPLE_RUNS]
+
+
+def _export(kind: str, rel: str, corpus_root) -> Path:
+    if kind == "samples":
+        from conftest import SAMPLES
+        return SAMPLES / rel
+    return _worker(corpus_root(), rel)
+
+
+@pytest.fixture
+def corpus_root(request):
+    return lambda: request.getfixturevalue("corpus")
+
+
+def _snapshot(p) -> dict:
+    meta = {k: v for k, v in p.meta.to_dict().items() if k not in ("path", "files")}
+    return {"symbols": p.symbols.to_list(), "meta": meta,
+            "tables": {t: {c: df[c].to_numpy() for c in df.columns} for t, df in p.tables.items()}}
+
+
+def _assert_same(a: dict, b: dict) -> None:
+    """Equal symbol tables and meta; every column of every table equal in dtype and bytes."""
+    assert a["symbols"] == b["symbols"]
+    assert a["meta"] == b["meta"]
+    for t, cols in a["tables"].items():
+        assert list(cols) == list(b["tables"][t]), t
+        for c, x in cols.items():
+            y = b["tables"][t][c]
+            assert x.dtype == y.dtype and x.shape == y.shape and x.tobytes() == y.tobytes(), f"{t}.{c} differs"
+
+
+def _load_with(root: Path, monkeypatch, chunk_bytes: int, hints=None):
+    from tb_compare_plugin.loaders import ascend_trace
+    with monkeypatch.context() as m:
+        m.setattr(ascend_trace, "CHUNK_BYTES", chunk_bytes)
+        if hints is not None:
+            m.setattr(ascend_trace, "_role_hints", hints)
+        return ascend_text.load(str(root))
+
+
+@pytest.mark.parametrize("kind,rel", EXPORTS)
+def test_chunked_decode_equals_whole_file(kind, rel, corpus_root, monkeypatch):
+    """_load_whole_file reference: one chunk holding the whole file vs 24 KB chunks (~100 cuts)."""
+    root = _export(kind, rel, corpus_root)
+    whole = _snapshot(_load_with(root, monkeypatch, 1 << 40))
+    _assert_same(whole, _snapshot(_load_with(root, monkeypatch, 24 << 10)))
+
+
+@pytest.mark.parametrize("kind,rel", [EXPORTS[2], EXPORTS[-1]])
+def test_late_role_change_decodes_again(kind, rel, corpus_root, monkeypatch):
+    """Wrong role hints (every process guessed to be "Ascend Hardware") make the chunks keep the
+    wrong args; the loader must notice, decode again keeping every field, and give the same tables."""
+    from tb_compare_plugin.loaders import ascend_trace
+    root = _export(kind, rel, corpus_root)
+    good = _snapshot(_load_with(root, monkeypatch, 64 << 10))
+    real = ascend_trace._role_hints
+    passes = []
+    init = ascend_trace._Collector.__init__
+
+    def spy(self, path, full, hints):
+        passes.append(full)
+        init(self, path, full, hints)
+    monkeypatch.setattr(ascend_trace._Collector, "__init__", spy)
+    bad = _snapshot(_load_with(root, monkeypatch, 64 << 10, hints=lambda p: {k: 1 for k in real(p)}))
+    assert passes == [False, True]
+    _assert_same(good, bad)
+
+
+def test_role_hints_read_head_and_tail(tmp_path):
+    from tb_compare_plugin.loaders import ascend_trace
+    ev = [{"ph": "M", "name": "process_name", "pid": 7, "tid": 0, "args": {"name": "HCCL"}}]
+    ev += [{"ph": "X", "name": f"op{i}", "pid": 1, "tid": 1, "ts": f"{i}.000", "dur": 1} for i in range(300)]
+    ev += [{"name": "process_name", "pid": 9, "tid": 0, "args": {"name": "Ascend Hardware"}, "ph": "M"},
+           {"ph": "M", "name": "process_name", "pid": "1", "tid": 0, "args": {"name": "Python"}}]
+    tv = tmp_path / "trace_view.json"
+    tv.write_text(json.dumps(ev))
+    assert ascend_trace._role_hints(str(tv), head=400, tail=400) == {7: 2, 9: 1, 1: 0}
+    assert ascend_trace._role_hints(str(tv), head=50, tail=50) == {}          # cut events: no guess
+
+
+def test_streaming_errors_name_the_file(corpus, tmp_path, monkeypatch):
+    from tb_compare_plugin.loaders import ascend_trace
+    monkeypatch.setattr(ascend_trace, "CHUNK_BYTES", 32 << 10)
+    root = _broken(corpus, tmp_path)
+    tv = root / "ASCEND_PROFILER_OUTPUT" / "trace_view.json"
+    raw = tv.read_bytes()
+    at = raw.index(b"}, {", 1_000_000) + 1                                   # a separator mid-file
+    tv.write_bytes(raw[:at] + b"@" + raw[at + 1:])
+    _expect(root, "trace_view.json", "not valid JSON", f"{at:,}")
+    events = json.loads(raw)
+    k = next(i for i, e in enumerate(events) if i > 5000 and e.get("ph") == "X")
+    events[k]["args"] = [1, 2]                                               # a layout error deep in the file
+    tv.write_text(json.dumps(events))
+    _expect(root, "trace_view.json", "unexpected layout", f"$[{k}].args")
+
+
+def test_csv_conversions_match_the_column_rules():
+    """ns()/num() (vectorised, once per distinct cell) against the per-column rules they replace."""
+    import pandas as pd
+    from tb_compare_plugin.model import timeconv
+    cells = ["1736408883704643.212\t", "5.5", "", "N/A", " 12 ", "1e3", "-5.000", "12.", "junk", "7.1234",
+             "1736408883704643.212\t", "nan", "None", "\t3.000\t"]
+    df = pd.DataFrame({"c": pd.Series(cells, dtype=str)})
+    assert ascend_csv.ns(df, "c").tolist() == timeconv.us_str_column_to_ns(df["c"].to_numpy(dtype=object)).tolist()
+    want = pd.to_numeric(df["c"].str.strip(), errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+    assert ascend_csv.num(df, "c").tobytes() == want.tobytes()
+    assert ascend_csv.device_index(np.array(["NPU:3", None, "NPU: 12 ", "cpu"], dtype=object)).tolist() == [3, -1, 12, -1]
+
+
+# Digests of every table, the symbol table and meta (minus paths) as the whole-file loader produced
+# them before the streaming rewrite (2026-11-22).  A deliberate change of the loader's output makes
+# this fail: check the change, then print the new digests with `python tests/test_loader_ascend_text.py`.
+PRE_STREAMING = {
+    "corpus/alexnet_ddp_2rank_level0/rank0_ascend_pt": "ce37d72f76c2e2de ca61cb877bc015f6 6a8f2b7d46ee98f4 cd1a8577798ee993 22241082136939c0 b2f2843eb261a940 fc29ff5a809c4814 fe6ff9bdb05303af 12b8de2d52ea28f7 61079bdd48cbedd0 ebf945850ed9f132 f3cf9f553d9ac1f9",  # noqa: E501
+    "corpus/alexnet_ddp_2rank_level0/rank1_ascend_pt": "3a5a8bd6e455f23b 9c9073c753123095 40a5dda1835d4450 cd1a8577798ee993 f5ab127b3ebbc35b 369a8abd56cbd51b 1bea58cec38c01fe 78a13ac7db482067 aa0756324b89f4ed c140f1212b0e9766 e4f27eb2a457775c e2f3d49ea8e00d8e",  # noqa: E501
+    "corpus/alexnet_ddp_2rank_level1/rank0_ascend_pt": "c08dd63a2a838614 0c6902fbfbb85d3e 8ce51c4627547a3f b2d7b35a61a58370 8ed6bd009f1e4ccc 19ce2996f348fc59 a81a44792886fbc3 c9a18763a2174a1e a3e6e8ad690145c2 85b1109016e63714 7f991d2538e73426 d6157f7f0b42a961",  # noqa: E501
+    "corpus/alexnet_ddp_2rank_level1/rank1_ascend_pt": "556faf46e39a4b24 9a112e30688b4a1f 6a0fe377fde82d25 e5ac2c28bec84f47 17fd05cba045a09b 0304316a9f140c08 781ca5a470f9ee9c f499b79c4d14b82d c147a3360abef26a 84841a88b49e2533 e861f83a79313b66 ae6538c75e475c3a",  # noqa: E501
+    "corpus/mstt_advisor_sample/ASCEND_PROFILER_OUTPUT": "4e5349426cbb6b44 f514e63d4e2edf2e 3761e4701a31beda cd1a8577798ee993 e3109c5cd6094e01 1053510b84dc86ce c4efe2818dd6c8ad ffa7a60cffe713fb b9ec363a253ae601 8d715bb6991d3349 d4d09ccb46cc948f 88b8dc089397b7cf",  # noqa: E501
+    "samples/target_npu/rank0_ascend_pt": "590a2450c240a1bb 07bca1ef4ef6c07c fcd2d878a4299b60 be3248c308bc4e2f 68bbab77b7ffd76c 12e51911da9b2f1a 2bcbc9daf3c358c3 a98c853891f5bd5c 6b54d669b659b4a8 84f27c9a4d2b07a9 647c60c3f0045833 16288191d58cda34",  # noqa: E501
+    "samples/target_npu_v2/rank0_ascend_pt": "590a2450c240a1bb 07bca1ef4ef6c07c 9872b0f56a9d5faf fc489d5e7d7d9ea1 e132d3e7b0dc953b ef8f838ad60dea25 6882973f33c6db2d f62843ce7ea61c55 e937cf80a2983698 2a8c0b1aa54d5707 83a842e236f063e1 bf989bfe41cfe91d",  # noqa: E501
+}
+_DIGEST_KEYS = ["symbols", "meta", "comm_ops", "comm_tasks", "fwdbwd", "kernels", "mem_allocs", "mem_records", "ops",
+                "overlap", "pyfuncs", "steps"]
+
+
+def _digests(p) -> dict:
+    import hashlib
+    meta = {k: v for k, v in p.meta.to_dict().items() if k not in ("path", "files")}
+    out = {"symbols": hashlib.sha256(json.dumps(p.symbols.to_list()).encode()).hexdigest()[:16],
+           "meta": hashlib.sha256(json.dumps(meta, sort_keys=True, default=str).encode()).hexdigest()[:16]}
+    for name in sorted(p.tables):
+        h = hashlib.sha256()
+        for c, s in p.tables[name].items():
+            a = s.to_numpy()
+            h.update(f"{c}:{a.dtype}:".encode())
+            h.update(a.tobytes())
+        out[name] = h.hexdigest()[:16]
+    return out
+
+
+@pytest.mark.parametrize("kind,rel", EXPORTS)
+def test_tables_match_the_pre_streaming_loader(kind, rel, corpus_root):
+    p = _load(corpus_root(), rel) if kind == "corpus" else ascend_text.load(str(_export(kind, rel, corpus_root)))
+    got = _digests(p)
+    want = dict(zip(_DIGEST_KEYS, PRE_STREAMING[f"{kind}/{rel}"].split()))
+    assert [k for k in _DIGEST_KEYS if got[k] != want[k]] == []
+
+
+if __name__ == "__main__":          # print the digests of the current loader (see PRE_STREAMING)
+    from conftest import CORPUS, SAMPLES
+    for kind, rel in EXPORTS:
+        path = (SAMPLES if kind == "samples" else CORPUS / NPU) / rel
+        d = _digests(ascend_text.load(str(path)))
+        print(f'    "{kind}/{rel}": "{" ".join(d[k] for k in _DIGEST_KEYS)}",  # noqa: E501')

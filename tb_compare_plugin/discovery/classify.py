@@ -178,8 +178,13 @@ def _classify_ascend_dir(run: str, worker_dir: str, worker_name: str | None = No
         rank = _rank_from_name(base)
     error, steps, has = None, (), ()
     if kind is None:
-        error = (f"{worker_dir}: no trace_view.json or profiler .db in {ASCEND_OUT} "
-                 "(the profile was not collected or not parsed yet)")
+        out = os.path.join(worker_dir, ASCEND_OUT)
+        try:
+            os.listdir(out if os.path.isdir(out) else worker_dir)
+            error = (f"{worker_dir}: no trace_view.json or profiler .db in {ASCEND_OUT} "
+                     "(the profile was not collected or not parsed yet)")
+        except OSError as e:            # e.g. no permission: say so, not "not collected"
+            error = f"{e.filename or out}: cannot list the folder ({e.strerror or e})"
         fmt, root = f"{prefix}-text", worker_dir
     elif kind == "db":
         fmt, root = f"{prefix}-db", db

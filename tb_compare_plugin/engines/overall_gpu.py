@@ -65,6 +65,8 @@ class GpuRows:
         self.span = (kern | mem) & has_stream
         self.nccl = nccl & ~self.sdma
         self.compute = kern & ~nccl & ~self.sdma
+        if not compat:      # a kernel without a stream id still counts: E2E must span it too
+            self.span |= self.compute | self.nccl
         if compat:
             # the reference keys kernels by (pid, tid, ts): a later kernel on the same stream
             # with the same start replaces an earlier one

@@ -4,13 +4,14 @@ Owns reading ``kernel_details.csv``, ``operator_memory.csv``, ``memory_record.cs
 ``communication.json``, ``profiler_info_*.json`` and ``profiler_metadata.json`` into
 plain column dicts / dicts, and builds the tables that come from them: kernels
 (trace tasks joined with kernel_details.csv by exact start time), mem_allocs,
-mem_records; plus the small column helpers ascend_text shares.
+mem_records.
 
 CSV conventions handled here: timestamp cells end with a TAB, some files use CRLF,
-missing cells are "" or "N/A".  Every cell is read as a string (pandas C engine) and
-converted per column: times exactly via :mod:`model.timeconv`, numbers via
-``pd.to_numeric`` (junk -> NaN).  A missing *required* column or undecodable bytes raise
-LoadError; a missing optional column or an empty file adds a warning (file and column named).
+missing cells are "" or "N/A".  Only the needed columns are read, every cell as a string (pandas
+C engine), and converted per column: times exactly (:func:`ascend_columns.ts_ns`, timeconv's
+rules), numbers via ``pd.to_numeric`` once per distinct cell (junk -> NaN).  A missing
+*required* column or undecodable bytes raise LoadError; a missing optional column or an empty
+file adds a warning (file and column named).
 """
 from __future__ import annotations
 
@@ -21,8 +22,8 @@ from typing import Iterable
 import numpy as np
 import pandas as pd
 
-from ..model import (KIND_COMM, KIND_COMPUTE, KIND_MEMCPY, KIND_OTHER, ProfileMeta, SymbolTable,
-                     make_table, timeconv)
+from ..model import KIND_COMM, KIND_COMPUTE, KIND_MEMCPY, KIND_OTHER, ProfileMeta, SymbolTable, make_table
+from .ascend_columns import intern, ints, objects, ts_ns  # noqa: F401  (ints, ts_ns: re-exported)
 from .errors import LoadError
 
 NA_STRINGS = ("", "N/A")
@@ -60,8 +61,10 @@ def read_csv(path: str, required: Iterable[str], optional: Iterable[str],
         if empty and not os.path.getsize(path) > 4096:
             warnings.append(f"{name}: the file is empty; ignored")
             return None
+        # index_col=False: a first row with extra cells must not turn leading columns into an index
+        # (which shifts every column by that many places)
         df = pd.read_csv(path, dtype=str, keep_default_na=False, encoding="utf-8-sig",
-                         usecols=lambda c: c.strip() in want, engine="c")
+                         usecols=lambda c: c.strip() in want, engine="c", index_col=False)
     except UnicodeDecodeError as exc:
         raise LoadError(path, f"not valid UTF-8 text (byte {exc.start}: {exc.reason})") from None
     except pd.errors.EmptyDataError:
@@ -85,22 +88,26 @@ def read_csv(path: str, required: Iterable[str], optional: Iterable[str],
     return df
 
 
+def _cells(df: pd.DataFrame, col: str) -> list:
+    """A column's cells as stripped strings (non-strings, e.g. a ragged row's NaN, as they are)."""
+    return [v.strip() if type(v) is str else v for v in df[col].to_numpy(dtype=object)]
+
+
 def num(df: pd.DataFrame, col: str) -> np.ndarray:
     """Float column (NaN for missing / 'N/A' / junk / absent column)."""
     if col not in df.columns:
         return np.full(len(df), np.nan)
-    return pd.to_numeric(df[col].str.strip(), errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+    codes, uniq = pd.factorize(df[col].to_numpy(dtype=object))  # parse each distinct cell once
+    cells = objects([v.strip() if type(v) is str else v for v in uniq])
+    vals = np.append(pd.to_numeric(cells, errors="coerce").astype(np.float64), np.nan)
+    return vals[codes]                                           # code -1 (NaN cell) -> NaN
 
 
 def ns(df: pd.DataFrame, col: str) -> np.ndarray:
     """Exact int64 ns from a µs string column; -1 for missing cells or an absent column."""
     if col not in df.columns:
         return np.full(len(df), -1, dtype=np.int64)
-    cells = df[col].to_numpy(dtype=object)
-    try:
-        return timeconv.us_str_column_to_ns(cells)
-    except OverflowError:       # a digit string beyond int64 ns: convert cell by cell (-1 there)
-        return timeconv.us_values_to_ns(c.strip() if isinstance(c, str) else c for c in cells)
+    return ts_ns(_cells(df, col))
 
 
 def text(df: pd.DataFrame, col: str) -> np.ndarray:
@@ -112,9 +119,11 @@ def text(df: pd.DataFrame, col: str) -> np.ndarray:
 
 
 def device_index(values: np.ndarray) -> np.ndarray:
-    """'NPU:3' -> 3; anything else -> -1."""
-    s = pd.Series(values, dtype=object).astype(str).str.extract(r":\s*(\d+)\s*$")[0]
-    return pd.to_numeric(s, errors="coerce").fillna(-1).to_numpy(dtype=np.int64)
+    """'NPU:3' -> 3; anything else -> -1 (worked out once per distinct value)."""
+    codes, uniq = pd.factorize(pd.Series(values, dtype=object).astype(str))
+    s = pd.Series(uniq, dtype=object).str.extract(r":\s*(\d+)\s*$")[0]
+    lut = pd.to_numeric(s, errors="coerce").fillna(-1).to_numpy(dtype=np.int64)
+    return lut[codes] if len(lut) else np.full(len(codes), -1, dtype=np.int64)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -332,41 +341,7 @@ def innermost_ops(op_start: np.ndarray, op_end: np.ndarray, op_parent: np.ndarra
 
 
 # ---------------------------------------------------------------------------------------------
-# shared column helpers and the tables built from side files
-
-def ints(values: list, default: int = -1) -> np.ndarray:
-    """Python values -> int64; None/junk -> default, non-numeric strings -> stable negative ids."""
-    try:
-        return np.array(values, dtype=np.int64)
-    except (TypeError, ValueError, OverflowError):
-        pass
-    odd: dict = {}
-
-    def one(v):
-        if v is None or isinstance(v, bool):
-            return default
-        if isinstance(v, float):
-            return int(v) if np.isfinite(v) else default
-        if isinstance(v, str):
-            s = v.strip()
-            if s.lstrip("-").isdigit():
-                return int(s)
-            if not s or s.upper() in ("N/A", "NA", "NONE", "NAN"):
-                return default
-            return odd.setdefault(s, -2 - len(odd))
-        try:
-            return int(v)
-        except (TypeError, ValueError):
-            return default
-    return np.array([v if type(v) is int else one(v) for v in values], dtype=np.int64)
-
-
-def intern(sym: SymbolTable, values) -> np.ndarray:
-    try:
-        return sym.intern_many(values)
-    except TypeError:                      # unhashable values (lists) -> their text
-        return sym.intern_many([v if v is None or isinstance(v, str) else str(v) for v in values])
-
+# the tables built from side files
 
 def plain_texts(values) -> list:
     """Values as str/None (a mis-typed JSON value, e.g. a list, becomes its text): hashable keys."""

@@ -76,6 +76,19 @@ def _connect(path: Path) -> sqlite3.Connection:
         raise LoadError(str(path), f"cannot open SQLite database: {e}") from None
 
 
+# An integer column as SQLite stores it: integers as they are, reals in the int64 range truncated,
+# text only when it is exactly an integer's digits (CAST alone turns 'abc' into 0, a plausible
+# time); anything else (NULL, junk text, blobs, out-of-range reals) -> -1.
+_INT_EXPR = ("CASE typeof(\"{c}\") WHEN 'integer' THEN \"{c}\" "
+             "WHEN 'real' THEN CASE WHEN abs(\"{c}\") < 9.2e18 THEN CAST(\"{c}\" AS INTEGER) ELSE -1 END "
+             "WHEN 'text' THEN CASE WHEN CAST(CAST(\"{c}\" AS INTEGER) AS TEXT) = \"{c}\" "
+             "THEN CAST(\"{c}\" AS INTEGER) ELSE -1 END ELSE -1 END")
+# A real column: numbers as they are, text only when it reads as a number, else NULL (-> NaN).
+_REAL_EXPR = ("CASE typeof(\"{c}\") WHEN 'integer' THEN CAST(\"{c}\" AS REAL) WHEN 'real' THEN \"{c}\" "
+              "WHEN 'text' THEN CASE WHEN trim(\"{c}\") GLOB '*[0-9]*' AND trim(\"{c}\") NOT GLOB '*[^0-9.eE+-]*' "
+              "THEN CAST(trim(\"{c}\") AS REAL) END END")
+
+
 class _Db:
     """Thin read helper: table/column inventory and NULL-safe SELECTs into DataFrames."""
 
@@ -104,11 +117,11 @@ class _Db:
             name, _, kind = col.partition(":")
             present = name in self.cols[table]
             if kind == "f":
-                expr = f'CAST("{name}" AS REAL)' if present else "NULL"
+                expr = _REAL_EXPR.format(c=name) if present else "NULL"
             elif kind == "s":
                 expr = f'"{name}"' if present else "NULL"
             else:
-                expr = f'COALESCE(CAST("{name}" AS INTEGER), -1)' if present else "-1"
+                expr = _INT_EXPR.format(c=name) if present else "-1"
             parts.append(f'{expr} AS "{alias}"')
         return pd.read_sql_query(f'SELECT {", ".join(parts)} FROM "{table}" {where}', self.conn)
 
@@ -229,10 +242,10 @@ class _Reader:
         self.op_start = np.zeros(0, np.int64)
 
     def run(self) -> Profile:
-        self.task = self.db.select("TASK", {
+        self.task = self._timed(self.db.select("TASK", {
             "start": "startNs", "end": "endNs", "dev": "deviceId", "cid": "connectionId",
             "g": "globalTaskId", "type": "taskType", "ctx": "contextId", "stream": "streamId",
-            "task": "taskId"})
+            "task": "taskId"}), "TASK")
         self._steps()
         self.progress(0.05)
         self._api()
@@ -247,9 +260,32 @@ class _Reader:
         self.progress(1.0)
         return Profile(self.symbols, self.meta, self.t)
 
+    def _timed(self, df: pd.DataFrame | None, table: str, cols: tuple = ("start", "end"),
+                what: str = "startNs/endNs") -> pd.DataFrame | None:
+        """Rows whose times (``cols``) are readable (the others are skipped, with a warning); a
+        row ending before it starts gets a zero duration (warned too)."""
+        if df is None or not len(df):
+            return df
+        bad = np.zeros(len(df), bool)
+        for c in cols:
+            bad |= (df[c] < 0).to_numpy()
+        if bad.any():
+            self.meta.warnings.append(f"{table}: {int(bad.sum()):,} row(s) without a readable {what} "
+                                      "were skipped")
+            df = df[~bad].reset_index(drop=True)
+        if "end" not in cols:
+            return df
+        neg = (df["end"] < df["start"]).to_numpy()
+        if neg.any():
+            self.meta.warnings.append(f"{table}: {int(neg.sum()):,} row(s) ending before they start were given "
+                                      "a zero duration")
+            df = df.assign(end=np.where(neg, df["start"], df["end"]))
+        return df
+
     # -- steps
     def _steps(self) -> None:
-        df = self.db.select("STEP_TIME", {"step": "id", "start": "startNs", "end": "endNs"})
+        df = self._timed(self.db.select("STEP_TIME", {"step": "id", "start": "startNs", "end": "endNs"}),
+                         "STEP_TIME")
         df = df.sort_values("start", kind="stable") if df is not None else None
         self.steps = df
         if df is not None:
@@ -269,6 +305,7 @@ class _Reader:
             "start": "startNs", "end": "endNs", "gtid": "globalTid", "link": "connectionId",
             "name": "name", "seq": "sequenceNumber", "fwd": "fwdThreadId", "shapes": "inputShapes",
             "dtypes": "inputDtypes", "chain": "callchainId", "type": "type"})
+        api = self._timed(api, "PYTORCH_API")
         if api is None or not len(api):
             return
         types = {v: k for k, v in _enum(self.db, "ENUM_API_TYPE").items()} or API_TYPE_IDS
@@ -443,6 +480,7 @@ class _Reader:
         co = self.db.select("COMMUNICATION_OP", {"name": "opName", "start": "startNs", "end": "endNs",
                                                  "cid": "connectionId", "grp": "groupName", "opid": "opId",
                                                  "type": "opType", "wait": "waitNs"})
+        co = self._timed(co, "COMMUNICATION_OP")
         if co is not None and len(co):
             names = self.s.text(co["name"].to_numpy())
             raw = pd.Series(self.s.text(co["type"].to_numpy()), dtype=object).fillna(pd.Series(names, dtype=object))
@@ -473,8 +511,9 @@ class _Reader:
 
     # -- memory, overlap
     def _memory(self) -> None:
-        om = self.db.select("OP_MEMORY", {"name": "name", "size": "size", "a": "allocationTime",
-                                          "r": "releaseTime", "dev": "deviceId"})
+        om = self._timed(self.db.select("OP_MEMORY", {"name": "name", "size": "size", "a": "allocationTime",
+                                                      "r": "releaseTime", "dev": "deviceId"}),
+                         "OP_MEMORY", ("a",), "allocationTime")
         if om is not None and len(om):
             names = self.s.text(om["name"].to_numpy())
             cann = self.db.select("NPU_OP_MEM", {"name": "operatorName"}) if MARK_CANN_MEMORY else None
@@ -484,8 +523,9 @@ class _Reader:
             self.t["mem_allocs"] = make_table(
                 "mem_allocs", name=self.symbols.intern_many(names), bytes=om["size"], alloc_ns=om["a"],
                 release_ns=np.where(om["r"] > 0, om["r"], -1), device=om["dev"])
-        mr = self.db.select("MEMORY_RECORD", {"comp": "component", "ts": "timestamp", "a": "totalAllocated:f",
-                                              "r": "totalReserved:f", "v": "totalActive:f", "dev": "deviceId"})
+        mr = self._timed(self.db.select("MEMORY_RECORD", {
+            "comp": "component", "ts": "timestamp", "a": "totalAllocated:f", "r": "totalReserved:f",
+            "v": "totalActive:f", "dev": "deviceId"}), "MEMORY_RECORD", ("ts",), "timestamp")
         if mr is not None and len(mr):
             self.t["mem_records"] = make_table(
                 "mem_records", ts_ns=mr["ts"], component=self.s.sym(mr["comp"]), device=mr["dev"],
@@ -496,7 +536,12 @@ class _Reader:
         if ov is None:
             self.meta.warnings.append("no OVERLAP_ANALYSIS table in this export: overlap intervals are empty")
             return
-        ov = ov[(ov["type"] >= 0) & (ov["type"] < len(OVERLAP_KINDS))]   # 0..3 = OVERLAP_KINDS order
+        ov = self._timed(ov, "OVERLAP_ANALYSIS")
+        known = ((ov["type"] >= 0) & (ov["type"] < len(OVERLAP_KINDS))).to_numpy()   # 0..3 = OVERLAP_KINDS
+        if not known.all():
+            self.meta.warnings.append(f"OVERLAP_ANALYSIS: {int((~known).sum()):,} row(s) of an unknown type "
+                                      "were skipped")
+        ov = ov[known]
         self.t["overlap"] = make_table("overlap", kind=ov["type"], start_ns=ov["start"],
                                        dur_ns=ov["end"].to_numpy(np.int64) - ov["start"].to_numpy(np.int64))
 
@@ -520,11 +565,24 @@ class _Reader:
                 rid = data.get("rank_id")
                 if m.rank is None and type(rid) is int and rid >= 0:
                     m.rank = rid
+                elif type(rid) is int and rid >= 0 and rid != m.rank:
+                    m.warnings.append(f"{f.name} says rank {rid} but {self.path.name} holds rank {m.rank}: the "
+                                      "folder mixes files of different captures; the database is read")
+        self._neighbours(out)
         meta_json = self._json(prof / "profiler_metadata.json")
         if isinstance(meta_json, dict) and isinstance(meta_json.get("parallel_group_info"), dict):
             m.pg_names = {str(k): str(v["group_name"]) for k, v in meta_json["parallel_group_info"].items()
                           if isinstance(v, dict) and v.get("group_name")}
         self._bandwidth(out / "analysis.db")
+
+    def _neighbours(self, out: Path) -> None:
+        """Warn when the output folder holds other exports this load ignores (mixed captures)."""
+        others = sorted(f.name for prefix in DB_PREFIXES for f in out.glob(prefix + "*.db")
+                        if f.is_file() and f.name != self.path.name)
+        if (out / "trace_view.json").is_file():
+            others.append("trace_view.json (a text export)")
+        if others:
+            self.meta.warnings.append(f"{out.name} also holds {', '.join(others)}; only {self.path.name} is read")
 
     def _json(self, f: Path):
         if not f.is_file():

@@ -19,7 +19,7 @@ import pandas as pd
 from ..model import KIND_COMPUTE, OVERLAP_KINDS, Profile, ProfileMeta, SymbolTable, make_table
 from ..model.intervals import nest
 from . import ascend_csv as sidefiles
-from .ascend_csv import intern as _intern, ints as _ints
+from .ascend_columns import intern as _intern, ints as _ints, objects
 from .ascend_trace import TRACE, Trace, parse_trace
 from .errors import LoadError
 
@@ -73,9 +73,16 @@ def _rank(info: object, info_path: str | None) -> int | None:
     return _rank_from_name(info_path)
 
 
+def _sub(d: object, *keys: str) -> dict:
+    """d[k1][k2]... when each level is a dict, else {} (profiler_info layouts vary)."""
+    for k in keys:
+        d = d.get(k) if isinstance(d, dict) else None
+    return d if isinstance(d, dict) else {}
+
+
 def _level_of(info: object) -> str | None:
     if isinstance(info, dict):
-        lvl = ((info.get("config") or {}).get("experimental_config") or {}).get("_profiler_level")
+        lvl = _sub(info, "config", "experimental_config").get("_profiler_level")
         return str(lvl) if lvl else None
     return None
 
@@ -102,7 +109,7 @@ def peek(root: str) -> dict:
             info = sidefiles.read_json(info_path)
         except LoadError as exc:
             error = str(exc)
-    common = ((info or {}).get("config") or {}).get("common_config") or {} if isinstance(info, dict) else {}
+    common = _sub(info, "config", "common_config")
     has_file = lambda f: os.path.isfile(os.path.join(out, f)) and not trace_only  # noqa: E731
     if not os.path.isfile(trace):
         error = f"{trace}: no {TRACE} (not an Ascend text export, or it was not parsed/exported)"
@@ -126,14 +133,18 @@ def _group_ids(pid: np.ndarray, tid: np.ndarray) -> np.ndarray:
     return pd.DataFrame({"p": pid, "t": tid}).groupby(["p", "t"], sort=False).ngroup().to_numpy(np.int64)
 
 
-def _flow_pairs(c: dict) -> pd.DataFrame:
+def _flow_pairs(c: dict, what: str, warnings: list) -> pd.DataFrame:
     """s/f events of one flow category paired by id (first s and first f of each id)."""
     df = pd.DataFrame({"key": c["key"], "is_f": c["is_f"], "ts": c["ts"], "pid": c["pid"], "tid": c["tid"],
                        "row": np.arange(c["n"])})
     df = df[df["key"] >= 0]
     s = df[~df["is_f"]].drop_duplicates("key")
     f = df[df["is_f"]].drop_duplicates("key")
-    return s.merge(f, on="key", suffixes=("_s", "_f")).sort_values("row_s", kind="stable")
+    pairs = s.merge(f, on="key", suffixes=("_s", "_f")).sort_values("row_s", kind="stable")
+    if c["n"] > 2 * len(pairs):
+        warnings.append(f"{TRACE}: {c['n'] - 2 * len(pairs)} '{what}' flow event(s) without a partner "
+                        "(no other end with the same id) were not used")
+    return pairs
 
 
 def _nest_rows(start, end, pid, tid, rows: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -148,7 +159,7 @@ def _nest_rows(start, end, pid, tid, rows: np.ndarray, n: int) -> tuple[np.ndarr
 
 
 def _host_tables(tr: Trace, sym: SymbolTable, meta: ProfileMeta) -> dict:
-    fb = _flow_pairs(tr.b["fwdbwd"])
+    fb = _flow_pairs(tr.b["fwdbwd"], "fwdbwd", meta.warnings)
     fc = tr.b["fwdbwd"]
     f_tids = fc["tid"][fc["is_f"]]
     meta.bwd_tid = int(f_tids[-1]) if len(f_tids) else None
@@ -206,11 +217,13 @@ def _comm_tables(tr: Trace, sym: SymbolTable) -> tuple[pd.DataFrame, pd.DataFram
                 info[(pid, t)] = (True,) + cur
             else:
                 info[(pid, t)] = (False,) + cur
-    keys = list(zip(c["pid"].tolist(), c["tid"].tolist()))
-    is_op = np.array([info.get(k, (False,))[0] for k in keys], dtype=bool)
-    gname = [info.get(k, (False, "", -1))[1] for k in keys]
-    gkey = np.array([info.get(k, (False, "", -1))[2] for k in keys], dtype=np.int64)
-    gsym = _intern(sym, gname)
+    threads, row_thread = np.unique(np.stack([c["pid"], c["tid"]], axis=1).reshape(-1, 2), axis=0,
+                                    return_inverse=True)
+    per = [info.get(k, (False, "", -1)) for k in map(tuple, threads.tolist())]
+    row_thread = row_thread.reshape(-1)
+    is_op = np.array([p[0] for p in per], dtype=bool)[row_thread]
+    gkey = np.array([p[2] for p in per], dtype=np.int64)[row_thread]
+    gsym = _intern(sym, objects([p[1] for p in per])[row_thread])    # interned in row order
     names = _intern(sym, c["name"])
     o, t = np.flatnonzero(is_op), np.flatnonzero(~is_op)
     type_lut = {i: sym.intern(_op_type(sym.string(i))) for i in np.unique(names[o]).tolist()}
@@ -308,16 +321,21 @@ def load(root: str, framework: str = "PyTorch", progress=None) -> Profile:
         if isinstance(md, dict) and not meta.device_name:
             meta.device_name = md.get("device_name") or md.get("device_type") or None
     tick(0.05)
-    tr = parse_trace(trace_path)
+    last = [0.0]
+
+    def read_progress(f: float) -> None:             # ~1 call per MB: pass on whole percents only
+        if f - last[0] >= 0.01 or f >= 1.0:
+            last[0] = f
+            tick(0.05 + 0.55 * f)
+    tr = parse_trace(trace_path, progress=read_progress)
     meta.files.insert(0, trace_path)
-    if tr.bad_ts:
-        meta.warnings.append(f"{TRACE}: {tr.bad_ts} event(s) with an unreadable 'ts' were skipped")
+    meta.warnings += tr.warnings
     tick(0.6)
     tables = _host_tables(tr, sym, meta)
     kernels, kkey = sidefiles.kernels_table(tr.b["hw"], sym, meta,
                                             None if trace_only else os.path.join(out_dir, "kernel_details.csv"))
     comm_ops, comm_tasks, op_keys = _comm_tables(tr, sym)
-    pairs = _flow_pairs(tr.b["npu_flow"])
+    pairs = _flow_pairs(tr.b["npu_flow"], "async_npu", meta.warnings)
     cpu_cat = sym.lookup("cpu_op")
     kl, kf = _link(pairs, tables["ops"], cpu_cat, kkey[:, 0], kkey[:, 1], kernels["start_ns"].to_numpy())
     kernels["launch_op"], kernels["flow_start_ns"] = kl, kf
@@ -325,6 +343,9 @@ def load(root: str, framework: str = "PyTorch", progress=None) -> Profile:
     o = tr.b["ovl"]
     kind = np.array([OVERLAP_KINDS.index(x) if x in OVERLAP_KINDS else -1 for x in o["name"]], dtype=np.int8)
     keep = kind >= 0
+    if not keep.all():
+        meta.warnings.append(f"{TRACE}: {int((~keep).sum())} 'Overlap Analysis' event(s) with an unknown name "
+                             f"(not one of {', '.join(OVERLAP_KINDS)}) were skipped")
     tables["overlap"] = make_table("overlap", int(keep.sum()), kind=kind[keep], start_ns=o["ts"][keep],
                                    dur_ns=o["dur"][keep])
     tables.update(kernels=kernels, comm_ops=comm_ops, comm_tasks=comm_tasks)

@@ -1,20 +1,17 @@
 """Streaming decoder of an Ascend ``trace_view.json`` (a top-level JSON array of trace events).
 
-Owns the event Structs, the chunked decode (chunks cut at event boundaries by
-:mod:`.jsonstream`, ~1 MB each), the conversion of each chunk into compact columns while its
-decoded objects are dropped, and :class:`Trace`: the columns grouped by role that
-:mod:`.ascend_text` builds tables from.  Memory is bounded by those columns, not by the JSON.
+Owns the event Structs, the chunked decode (~1 MB chunks cut at event boundaries by
+:mod:`.jsonstream`), turning each chunk into :class:`ascend_columns.Field` pieces while its
+decoded objects are dropped, and :class:`Trace`: the columns by role that :mod:`.ascend_text`
+builds tables from.  Memory is bounded by those columns, not by the JSON; the tables equal those
+of a whole-file decode.  Counter events (``ph: "C"``, ~half of a trace) decode to empty structs.
 
-Each raw JSON field is kept in a :class:`_Field`: per chunk, all-int values become an int64
-piece, all-string values int32 codes into a per-field vocabulary, anything else (mixed or odd
-types) stays as Python objects.  Conversions that depend on a whole column (``ascend_csv.ints``'s
-ids for odd strings, interning order) are applied once at the end over exactly the rows of each
-table, so the result equals decoding the whole file at once.  Counter events (``ph: "C"``, about
-half of a trace) decode to empty structs.  Process roles (spec a.5) need the ``process_name``
-metadata, which may come after the events it describes; X events are therefore split by
-category at decode time (host ops / python functions keep their args, everything else the device
-args) and, should a host-category event turn out to sit on a device process, the file is decoded
-again keeping every args field of every event.
+Which ``args`` an X event needs depends on its process's role (spec a.5), known only from
+``process_name`` metadata, which may come anywhere (the profiler writes it mid-file, the bench
+generator at the end).  Roles are guessed up front from the metadata in the first and last MBs,
+then updated as metadata arrives; each chunk keeps the args of each event's guessed role (host ops
+and python functions by category; unknown processes every device field).  If the final roles
+need a field that was not kept, the file is decoded again keeping every field of every event.
 """
 from __future__ import annotations
 
@@ -28,16 +25,15 @@ import msgspec
 import numpy as np
 import pandas as pd
 
-from ..model import timeconv
 from . import jsonstream
-from .ascend_csv import ints as _ints
+from .ascend_columns import Field, ints as _ints, objects, ts_ns
 from .errors import LoadError
 
 TRACE = "trace_view.json"
 CHUNK_BYTES = 1 << 20
 
 
-class _Args(msgspec.Struct, gc=False):
+class _Args(msgspec.Struct, gc=False, frozen=True):
     """The ``args`` keys the loader reads from X events (everything else is skipped by the decoder)."""
     task_type: Any = msgspec.field(default=None, name="Task Type")
     task_id: Any = msgspec.field(default=None, name="Task Id")
@@ -58,6 +54,9 @@ class _Args(msgspec.Struct, gc=False):
     dst_rank: Any = msgspec.field(default=None, name="dst rank")
 
 
+_NOARGS = _Args()
+
+
 class _MetaArgs(msgspec.Struct, gc=False):
     name: Any = None
     sort_index: Any = None
@@ -69,15 +68,15 @@ class _Event(msgspec.Struct, gc=False, tag_field="ph"):
     _k = 0
 
 
-class _X(_Event, tag="X"):
+class _X(_Event, tag="X"):                      # field order = msgspec.structs.astuple order
     _k = 1
-    name: Any = None
-    cat: Any = None
     pid: Any = None
     tid: Any = None
     ts: Any = None
     dur: Any = None
-    args: _Args | None = None
+    name: Any = None
+    cat: Any = None
+    args: _Args | None = _NOARGS
 
 
 class _M(_Event, tag="M"):
@@ -90,11 +89,11 @@ class _M(_Event, tag="M"):
 
 class _S(_Event, tag="s"):
     _k = 3
-    cat: Any = None
     pid: Any = None
     tid: Any = None
     ts: Any = None
     id: Any = None
+    cat: Any = None
 
 
 class _F(_S, tag="f"):
@@ -104,216 +103,67 @@ class _F(_S, tag="f"):
 _OTHER_PHASES = [type(f"_Ph{ord(p)}", (_Event,), {}, tag=p)
                  for p in "ABCDEFGHIJKLNOPQRTUVWYZabcdeghijklmnopqrtuvwxyz"]
 _DECODER = msgspec.json.Decoder(list[Union[tuple([_X, _M, _S, _F] + _OTHER_PHASES)]])  # type: ignore[misc]
-_NOARGS = _Args()
 _KIND = attrgetter("_k")
-_X_FIELDS = attrgetter("pid", "tid", "ts", "dur", "name", "cat", "args")
-_FLOW_FIELDS = attrgetter("pid", "tid", "ts", "id", "cat")
+_astuple = msgspec.structs.astuple
 
-# X events by category: 1 host op (cpu_op/enqueue/dequeue), 2 python function, 0 anything else.
-# Each category keeps the args its tables read (0: the device ones, for hw/HCCL processes).
-_CAT_CLASS = {"cpu_op": 1, "enqueue": 1, "dequeue": 1, "python_function": 2}
-_GROUP_ARGS = {0: ("task_type", "task_id", "stream_id", "phys_stream_id", "connection_id",
-                   "hccl_task_type", "transport", "size", "src_rank", "dst_rank"),
-               1: ("input_dims", "input_type", "call_stack", "seq", "correlation_id"),
-               2: ("py_id", "py_parent")}
-_STR_ARGS = frozenset({"task_type", "hccl_task_type", "transport", "input_dims", "input_type", "call_stack"})
-_KIND_ARGS = {"hw": ("task_type", "task_id", "stream_id", "phys_stream_id", "connection_id"),
-              "hccl": ("hccl_task_type", "transport", "size", "src_rank", "dst_rank"),
-              "ops": _GROUP_ARGS[1], "py": _GROUP_ARGS[2], "ovl": ()}
+# args fields per table kind; "s" = text (interned later), else numbers (ascend_csv.ints)
+_HW = ("task_type", "task_id", "stream_id", "phys_stream_id", "connection_id")
+_HCCL = ("hccl_task_type", "transport", "size", "src_rank", "dst_rank")
+_OPS = ("input_dims", "input_type", "call_stack", "seq", "correlation_id")
+_PY = ("py_id", "py_parent")
+_TEXT = frozenset({"task_type", "hccl_task_type", "transport", "input_dims", "input_type", "call_stack"})
+# storage groups of X events: which args fields a chunk keeps for them
+G_SKIP, G_HW, G_HCCL, G_OPS, G_PY, G_DEV, G_ALL = range(7)
+_GROUP_FIELDS = {G_HW: _HW, G_HCCL: _HCCL, G_OPS: _OPS, G_PY: _PY, G_DEV: _HW + _HCCL,
+                 G_ALL: _HW + _HCCL + _OPS + _PY}
+_KIND_FIELDS = {"hw": (_HW, (G_HW, G_DEV, G_ALL)), "hccl": (_HCCL, (G_HCCL, G_DEV, G_ALL)),
+                "ops": (_OPS, (G_OPS, G_ALL)), "py": (_PY, (G_PY, G_ALL)), "ovl": ((), ())}
+_CAT_CLASS = {"cpu_op": 1, "enqueue": 1, "dequeue": 1, "python_function": 2}   # else 0
+_FLOW_CLASS = {"async_npu": 1, "fwdbwd": 2}
 _ROLES = {"Ascend Hardware": "hw", "HCCL": "hccl", "Communication": "hccl", "Overlap Analysis": "ovl"}
-_ROLE_CODE = {"hw": 1, "hccl": 2, "ovl": 3}
-_KIND_GROUP = {"hw": 0, "hccl": 0, "ops": 1, "py": 2}
+_ROLE_CODE = {"hw": 1, "hccl": 2, "ovl": 3}                                       # host 0
 _NONE_T = type(None)
-_STRS, _INTS, _NUMS = frozenset({str, _NONE_T}), frozenset({int, _NONE_T}), frozenset({int, float, _NONE_T})
 
 
-# --------------------------------------------------------------------------------------------- values
+def _role_code(process_name) -> int:
+    return _ROLE_CODE.get(_ROLES.get(process_name), 0) if isinstance(process_name, str) else 0
 
-def floats(values) -> np.ndarray:
+
+def _one(v) -> int:
+    """A metadata pid/tid keyed like the columns (``ints`` of that one value)."""
     try:
-        return np.array(values, dtype=np.float64)
+        return int(_ints([v])[0])
     except (TypeError, ValueError, OverflowError):
-        return pd.to_numeric(pd.Series(values, dtype=object), errors="coerce").to_numpy(np.float64)
-
-
-def dur_ns(d_us: np.ndarray) -> np.ndarray:
-    d = d_us * 1000.0
-    return np.where(np.isfinite(d), np.rint(d), 0).astype(np.int64)
-
-
-def ts_ns(values) -> np.ndarray:
-    """µs values -> exact int64 ns (-1 when unreadable), value by value.
-
-    Fast path for strings with exactly 3 decimals ("1736408883688177.930"): values of equal
-    width are joined into one byte matrix and converted by digit arithmetic.  Anything else
-    (numbers, other decimals, junk) goes through timeconv's exact per-value rules.
-    """
-    n = len(values)
-    out = np.full(n, -1, dtype=np.int64)
-    if not all(type(v) is str for v in values):
-        return np.array(_slow_ns(values), dtype=np.int64)
-    lens = np.fromiter(map(len, values), dtype=np.int64, count=n)
-    slow = np.zeros(n, dtype=bool)
-    widths = np.unique(lens).tolist()
-    for width in widths:
-        idx = np.arange(n) if len(widths) == 1 else np.flatnonzero(lens == width)
-        if not 5 <= width <= 20:
-            slow[idx] = True
-            continue
-        sub = values if len(idx) == n else [values[i] for i in idx.tolist()]
-        try:
-            buf = ("\n".join(sub) + "\n").encode("ascii")
-        except UnicodeEncodeError:
-            slow[idx] = True
-            continue
-        m = np.frombuffer(buf, dtype=np.uint8).reshape(len(idx), width + 1)
-        dot = width - 4
-        bad = (m[:, dot] != 46) | (m[:, width] != 10)
-        if width == 20:                            # 19 digits: stay below the int64 limit
-            bad |= m[:, 0] > 56
-        acc = np.zeros(len(idx), dtype=np.int64)
-        for c in range(width):
-            if c != dot:
-                col = m[:, c] - np.uint8(48)       # non-digits wrap around to > 9
-                bad |= col > 9
-                acc *= 10
-                acc += col
-        out[idx[~bad]] = acc[~bad]
-        slow[idx[bad]] = True
-    if slow.any():
-        rows = np.flatnonzero(slow)
-        out[rows] = _slow_ns([values[i] for i in rows.tolist()])
-    return out
-
-
-def _slow_ns(values) -> list[int]:
-    out = []
-    for v in values:
-        try:
-            ns = timeconv.us_to_ns(v)
-        except (ValueError, TypeError, OverflowError):
-            ns = -1
-        out.append(ns if -(1 << 63) < ns < (1 << 63) else -1)
-    return out
-
-
-def objects(values) -> np.ndarray:
-    """1-d object array without numpy probing each element for nested sequences."""
-    return np.fromiter(values, dtype=object, count=len(values))
-
-
-class _Vocab(dict):
-    """Distinct strings -> codes 0, 1, ... in order of first appearance; None -> -1."""
-
-    def __init__(self) -> None:
-        super().__init__({None: -1})
-        self.values: list = []
-
-    def __missing__(self, key):
-        code = self[key] = len(self.values)
-        self.values.append(key)
-        return code
-
-
-class _Field:
-    """One raw field of many events, accumulated chunk by chunk (see the module doc)."""
-    __slots__ = ("pieces", "vocab")
-
-    def __init__(self) -> None:
-        self.pieces: list = []        # ("i", int64, None-mask | None) / ("s", codes) / ("f", float64) / ("o", objs)
-        self.vocab = _Vocab()
-
-    def add(self, vals, numeric: bool = False) -> None:
-        n = len(vals)
-        types = set(map(type, vals))
-        if numeric and types <= _NUMS:
-            try:
-                self.pieces.append(("f", np.array(vals, dtype=np.float64)))
-                return
-            except OverflowError:
-                pass
-        elif types <= _STRS:
-            self.pieces.append(("s", np.fromiter(map(self.vocab.__getitem__, vals), np.int32, n)))
-            return
-        elif types <= _INTS:
-            try:
-                if _NONE_T not in types:
-                    self.pieces.append(("i", np.fromiter(vals, np.int64, n), None))
-                    return
-                f = np.array(vals, dtype=np.float64)
-                none = np.isnan(f)
-                if not (np.abs(f[~none]) >= 2.0 ** 53).any():
-                    self.pieces.append(("i", np.where(none, -1.0, f).astype(np.int64), none))
-                    return
-            except OverflowError:
-                pass
-        self.pieces.append(("o", objects(vals)))
-
-    def _kinds(self) -> set:
-        return {p[0] for p in self.pieces}
-
-    def _piece_objects(self, p) -> np.ndarray:
-        if p[0] == "s":
-            return np.array(self.vocab.values + [None], dtype=object)[p[1]]   # code -1 -> None
-        if p[0] == "i":
-            o = p[1].astype(object)
-            if p[2] is not None:
-                o[p[2]] = None
-            return o
-        return p[1].astype(object) if p[0] == "f" else p[1]
-
-    def objects(self, rows=None) -> np.ndarray:
-        """The raw values (as decoded) of ``rows`` (all when None) as an object array."""
-        if self._kinds() <= {"s"}:
-            codes = np.concatenate([p[1] for p in self.pieces]) if self.pieces else np.zeros(0, np.int32)
-            return self._piece_objects(("s", codes if rows is None else codes[rows]))
-        parts = [self._piece_objects(p) for p in self.pieces]
-        o = np.concatenate(parts) if parts else np.zeros(0, dtype=object)
-        return o if rows is None else o[rows]
-
-    def ints(self, rows=None) -> np.ndarray:
-        """``ascend_csv.ints`` of the values of ``rows``: computed on int pieces when it can."""
-        if self._kinds() <= {"i"}:
-            a = np.concatenate([p[1] for p in self.pieces]) if self.pieces else np.zeros(0, np.int64)
-            return a if rows is None else a[rows]
-        return _ints(self.objects(rows).tolist())
-
-    def column(self, rows, text: bool):
-        """What the tables read: strings as an object array; numbers as int64 when every value
-        is an int or None (their ``ints`` is then known), else the raw values as a list, for
-        the table code to apply ``ascend_csv.ints`` to exactly the rows it keeps."""
-        if text:
-            return self.objects(rows)
-        return self.ints(rows) if self._kinds() <= {"i"} else self.objects(rows).tolist()
-
-    def floats(self) -> np.ndarray:
-        if self._kinds() <= {"f"}:
-            return np.concatenate([p[1] for p in self.pieces]) if self.pieces else np.zeros(0)
-        return floats(self.objects().tolist())
+        return -1
 
 
 # --------------------------------------------------------------------------------------------- decoding
 
 class _Redo(Exception):
-    """A host-category event sits on a device process: decode again keeping every args field."""
+    """A process role changed after its events were stored without the args they need."""
 
 
 class _Collector:
     """The ``decode`` callback of :func:`jsonstream.iter_event_chunks`: one chunk -> column pieces."""
 
-    def __init__(self, path: str, full: bool) -> None:
+    def __init__(self, path: str, full: bool, hints: dict) -> None:
         self.path = path
         self.full = full                  # keep every args field of every X event
         self.n_events = 0
         self.meta: list = []              # (name, pid, tid, args) of M events, file order
-        self.x = {k: _Field() for k in ("pid", "tid", "name", "cat", "dur")}
+        self.hinted = set(hints)
+        self.known: dict = dict(hints)    # pid -> role code: hints, then process_name events seen so far
+        self.x = {k: Field() for k in ("pid", "tid", "name", "cat", "dur")}
         self.x_ts: list = []
         self.x_cls: list = []
-        self.cat_class: list = []         # class of each "cat" vocabulary entry
-        self.args = {f: _Field() for g in _GROUP_ARGS.values() for f in g}
-        self.fl = {k: _Field() for k in ("pid", "tid", "cat", "id")}
+        self.x_group: list = []
+        self.cat_class: list = []         # class of each "cat" vocabulary entry (X events)
+        self.fl_class: list = []          # the same for flow events
+        self.args = {f: Field() for f in _GROUP_FIELDS[G_ALL]}
+        self.fl = {k: Field() for k in ("pid", "tid", "cat", "id")}
         self.fl_ts: list = []
         self.fl_f: list = []
+        self.fl_cls: list = []
 
     def __call__(self, view) -> None:
         try:
@@ -326,7 +176,7 @@ class _Collector:
         kind = np.fromiter(map(_KIND, evs), np.int8, len(evs))
         if (kind == 2).any():
             for e in compress(evs, (kind == 2).tolist()):
-                self.meta.append((e.name, e.pid, e.tid, e.args))
+                self._meta(e)
         xs = list(compress(evs, (kind == 1).tolist()))
         flows = list(compress(evs, (kind >= 3).tolist()))
         fkind = kind[kind >= 3]
@@ -334,44 +184,65 @@ class _Collector:
         if xs:
             self._add_x(xs)
         if flows:
-            pid, tid, ts, ids, cat = zip(*map(_FLOW_FIELDS, flows))
-            self.fl["pid"].add(pid)
-            self.fl["tid"].add(tid)
-            self.fl["cat"].add(cat)
-            self.fl["id"].add([v if v is None or type(v) is str else str(v) for v in ids])
+            pid, tid, ts, ids, cat = zip(*map(_astuple, flows))
+            fl = self.fl
+            fl["pid"].add(pid, "i")
+            fl["tid"].add(tid, "i")
+            fl["cat"].add(cat, "s")
+            fcls = _classes(fl["cat"], self.fl_class, _FLOW_CLASS)
+            if fcls.any():                            # ids only of the flows the tables pair up
+                fl["id"].add(ids if fcls.all() else list(compress(ids, fcls.tolist())), "i")
             self.fl_ts.append(ts_ns(ts))
             self.fl_f.append(fkind == 4)
+            self.fl_cls.append(fcls)
+
+    def _meta(self, e) -> None:
+        self.meta.append((e.name, e.pid, e.tid, e.args))
+        if e.name == "process_name" and _one(e.pid) not in self.hinted:
+            self.known[_one(e.pid)] = _role_code(e.args.name if e.args is not None else None)
 
     def _add_x(self, xs: list) -> None:
-        pid, tid, ts, dur, name, cat, args = zip(*map(_X_FIELDS, xs))
+        pid, tid, ts, dur, name, cat, args = zip(*map(_astuple, xs))
         x = self.x
-        x["pid"].add(pid)
-        x["tid"].add(tid)
-        x["name"].add(name)
-        x["dur"].add(dur, numeric=True)
-        x["cat"].add(cat)
+        x["pid"].add(pid, "i")
+        x["tid"].add(tid, "i")
+        x["name"].add(name, "s")
+        x["dur"].add(dur, "f")
+        x["cat"].add(cat, "s")
         self.x_ts.append(ts_ns(ts))
-        cls = self._classes(x["cat"].pieces[-1])
+        cls = _classes(x["cat"], self.cat_class, _CAT_CLASS)
         self.x_cls.append(cls)
-        if None in args:
-            args = [a or _NOARGS for a in args]
-        for g, fields in _GROUP_ARGS.items():
-            sub = args if self.full else list(compress(args, (cls == g).tolist()))
-            if not sub:
+        group = self._groups(x["pid"].pieces[-1], cls)
+        self.x_group.append(group)
+        if _NONE_T in set(map(type, args)):          # "args": null
+            args = [_NOARGS if a is None else a for a in args]
+        for g in np.unique(group).tolist():
+            fields = _GROUP_FIELDS.get(g)
+            if not fields:
                 continue
-            cols = zip(*map(attrgetter(*fields), sub)) if len(fields) > 1 else [tuple(map(attrgetter(fields[0]), sub))]
-            for f, vals in zip(fields, cols):
-                self.args[f].add(vals)
+            sub = args if len(group) == 1 or (group == g).all() else list(compress(args, (group == g).tolist()))
+            for f, vals in zip(fields, zip(*map(attrgetter(*fields), sub))):
+                self.args[f].add(vals, "s" if f in _TEXT else "i")
 
-    def _classes(self, piece) -> np.ndarray:
-        """Category class (see _CAT_CLASS) of each X event of the chunk, from its "cat" piece."""
-        if piece[0] == "s":
-            voc = self.x["cat"].vocab.values
-            for v in voc[len(self.cat_class):]:
-                self.cat_class.append(_CAT_CLASS.get(v, 0))
-            lut = np.array(self.cat_class + [0], dtype=np.int8)
-            return lut[piece[1]]
-        return np.array([_CAT_CLASS.get(v, 0) if type(v) is str else 0 for v in piece[1]], dtype=np.int8)
+    def _groups(self, pid_piece, cls: np.ndarray) -> np.ndarray:
+        """Storage group of each X event of the chunk from its provisional role and category."""
+        n = len(cls)
+        if self.full:
+            return np.full(n, G_ALL, dtype=np.int8)
+        role = np.full(n, -1, dtype=np.int8)                # -1: no process_name seen yet
+        if pid_piece[0] == "i":
+            for p, code in self.known.items():
+                role[pid_piece[1] == p] = code
+        group = np.full(n, G_SKIP, dtype=np.int8)
+        group[role == 1] = G_HW
+        group[role == 2] = G_HCCL
+        hostish = role <= 0
+        group[hostish & (cls == 1)] = G_OPS
+        group[hostish & (cls == 2)] = G_PY
+        unknown_dev = (role == -1) & (cls == 0)
+        if unknown_dev.any():
+            group[unknown_dev | (group == G_HW) | (group == G_HCCL)] = G_DEV
+        return group
 
     def _layout_error(self, view, msg: str):
         """A schema error: a bad cut (let jsonstream extend the chunk) or a real layout error."""
@@ -382,76 +253,114 @@ class _Collector:
         raise LoadError(self.path, f"a trace event has an unexpected layout ({msg})")
 
 
+def _classes(field: Field, lut: list, classes: dict) -> np.ndarray:
+    """Class (``classes``, else 0) of each value of the field's last piece; ``lut`` caches the
+    class of each vocabulary entry."""
+    kind, piece = field.pieces[-1][:2]
+    if kind == "s":
+        for v in field.vocab.values[len(lut):]:
+            lut.append(classes.get(v, 0))
+        return np.array(lut + [0], dtype=np.int8)[piece]
+    return np.array([classes.get(v, 0) if type(v) is str else 0 for v in piece], dtype=np.int8)
+
+
+def _cat(parts: list, dtype) -> np.ndarray:
+    return np.concatenate(parts) if parts else np.zeros(0, dtype)
+
+
 class Trace:
     """Columns decoded from trace_view.json, grouped by role into ``self.b[role]`` column dicts:
     hw / hccl / ovl (by process_name), ops (cpu_op, enqueue, dequeue), py (python_function),
-    npu_flow (async_npu s/f), fwdbwd.  pid/tid/ts/dur are int64; names and string args object
-    arrays; numeric args see :meth:`_Field.column`.  Flows carry ``is_f`` and ``key`` (equal
+    npu_flow (async_npu s/f), fwdbwd.  pid/tid/ts/dur are int64; names and text args object
+    arrays; numeric args see :meth:`Field.column`.  Flows carry ``is_f`` and ``key`` (equal
     ids, equal key; -1 for a missing id)."""
 
     def __init__(self, col: _Collector) -> None:
-        self.proc: dict = {}
-        self.thread_name: dict = {}
-        self.thread_sort: dict = {}
+        self.proc, self.thread_name, self.thread_sort = {}, {}, {}
+        self.warnings: list[str] = []
+        odd_meta = 0
         for name, pid, tid, a in col.meta:
             a = a or _MetaArgs()
-            if name == "process_name":
-                self.proc[pid] = a.name
-            elif name == "thread_name":
-                self.thread_name[(pid, tid)] = a.name
-            elif name == "thread_sort_index":
-                self.thread_sort[(pid, tid)] = a.sort_index
-        one = lambda v: int(_ints([v])[0])  # noqa: E731  (metadata keyed like the columns)
-        self.roles = {one(p): _ROLES[n] for p, n in self.proc.items() if isinstance(n, str) and n in _ROLES}
-        self.thread_name = {(one(p), one(t)): v for (p, t), v in self.thread_name.items()}
-        self.thread_sort = {(one(p), one(t)): v for (p, t), v in self.thread_sort.items()}
+            try:
+                if name == "process_name":
+                    self.proc[pid] = a.name
+                    odd_meta += not isinstance(a.name, str) or _one(pid) < 0
+                elif name == "thread_name":
+                    self.thread_name[(pid, tid)] = a.name
+                elif name == "thread_sort_index":
+                    self.thread_sort[(pid, tid)] = a.sort_index
+                else:
+                    odd_meta += not isinstance(name, str)
+            except TypeError:                 # unhashable pid/tid: not a usable metadata event
+                odd_meta += 1
+        self.roles = {_one(p): _ROLES[n] for p, n in self.proc.items() if isinstance(n, str) and n in _ROLES}
+        self.thread_name = {(_one(p), _one(t)): v for (p, t), v in self.thread_name.items()}
+        self.thread_sort = {(_one(p), _one(t)): v for (p, t), v in self.thread_sort.items()}
         x = col.x
         pid, tid = x["pid"].ints(), x["tid"].ints()
-        ts = np.concatenate(col.x_ts) if col.x_ts else np.zeros(0, np.int64)
-        cls = np.concatenate(col.x_cls) if col.x_cls else np.zeros(0, np.int8)
+        ts, cls, group = _cat(col.x_ts, np.int64), _cat(col.x_cls, np.int8), _cat(col.x_group, np.int8)
         role = np.zeros(len(pid), dtype=np.int8)
         for p, r in self.roles.items():
             role[pid == p] = _ROLE_CODE[r]
-        if not col.full and ((role == 1) | (role == 2))[cls != 0].any():
-            raise _Redo()
-        dur = dur_ns(x["dur"].floats())
         ok = ts >= 0
-        self.bad_ts = int((~ok).sum())
         host = role == 0
-        masks = {"hw": role == 1, "hccl": role == 2, "ovl": role == 3, "ops": host & (cls == 1), "py": host & (cls == 2)}
+        self._warn(int((~ok).sum()) + int((_cat(col.fl_ts, np.int64) < 0).sum()),
+                   "event(s) with an unreadable 'ts' were skipped")
+        self._warn(int(((pid < 0) | (tid < 0)).sum()), "event(s) with a missing or unreadable 'pid'/'tid' "
+                                                       "belong to no known process")
+        self._warn(x["cat"].count_odd() + col.fl["cat"].count_odd(),
+                   "event(s) with a 'cat' that is not text were not classified")
+        self._warn(odd_meta, "metadata event(s) with a name or pid that is not usable were ignored")
+        masks = {"hw": role == 1, "hccl": role == 2, "ovl": role == 3, "ops": host & (cls == 1),
+                 "py": host & (cls == 2)}
+        idxs = {kind: np.flatnonzero(m & ok) for kind, m in masks.items()}
+        for kind, idx in idxs.items():                 # were their args kept?
+            if _KIND_FIELDS[kind][0] and not np.isin(group[idx], _KIND_FIELDS[kind][1]).all():
+                raise _Redo()
+        dur = x["dur"].floats() * 1000.0
+        dur = np.where(np.isfinite(dur), np.rint(dur), 0).astype(np.int64)
         self.b: dict = {}
-        for kind, m in masks.items():
-            idx = np.flatnonzero(m & ok)
+        for kind, idx in idxs.items():
             c = {"n": len(idx), "pid": pid[idx], "tid": tid[idx], "ts": ts[idx], "dur": dur[idx],
                  "name": x["name"].objects(idx)}
             if kind == "ops":
                 c["cat"] = x["cat"].objects(idx)
-            if _KIND_ARGS[kind]:
-                g = _KIND_GROUP[kind]
-                rows = idx if col.full else np.searchsorted(np.flatnonzero(cls == g), idx)
-                for f in _KIND_ARGS[kind]:
-                    c[f] = col.args[f].column(rows, f in _STR_ARGS)
+            fields, groups = _KIND_FIELDS[kind]
+            if fields:
+                rows = (np.cumsum(np.isin(group, groups)) - 1)[idx]
+                for f in fields:
+                    c[f] = col.args[f].column(rows, f in _TEXT)
             self.b[kind] = c
         fl = col.fl
-        fts = np.concatenate(col.fl_ts) if col.fl_ts else np.zeros(0, np.int64)
-        is_f = np.concatenate(col.fl_f) if col.fl_f else np.zeros(0, bool)
-        fpid, ftid, fcat = fl["pid"].ints(), fl["tid"].ints(), fl["cat"].objects()
-        self.bad_ts += int((fts < 0).sum())
-        for kind, c_name in (("npu_flow", "async_npu"), ("fwdbwd", "fwdbwd")):
-            idx = np.flatnonzero((fcat == c_name) & (fts >= 0))
+        fts, is_f, fcls = _cat(col.fl_ts, np.int64), _cat(col.fl_f, bool), _cat(col.fl_cls, np.int8)
+        fpid, ftid = fl["pid"].ints(), fl["tid"].ints()
+        id_row = np.cumsum(fcls > 0) - 1
+        for kind, code in (("npu_flow", 1), ("fwdbwd", 2)):
+            idx = np.flatnonzero((fcls == code) & (fts >= 0))
             self.b[kind] = {"n": len(idx), "pid": fpid[idx], "tid": ftid[idx], "ts": fts[idx],
-                            "is_f": is_f[idx], "key": pd.factorize(fl["id"].objects(idx))[0]}
+                            "is_f": is_f[idx], "key": _keys(fl["id"].objects(id_row[idx]))}
+
+
+    def _warn(self, n: int, what: str) -> None:
+        if n:
+            self.warnings.append(f"{TRACE}: {n} {what}")
+
+
+def _keys(ids: np.ndarray) -> np.ndarray:
+    """Flow ids -> keys: equal as text, equal key (5 and "5" pair up); None -> -1."""
+    text = objects([v if v is None or type(v) is str else str(v) for v in ids])
+    return pd.factorize(text)[0] if len(text) else np.zeros(0, np.int64)
 
 
 def _check_head(path: str) -> None:
     """LoadError unless the file starts (after whitespace) with the '[' of a JSON array."""
     try:
         with open(path, "rb") as fh:
-            head = fh.read(1 << 16)
-            first = head.lstrip()[:1]
-            while not first and len(head) == 1 << 16:
+            while True:                       # the first block holding a non-blank byte
                 head = fh.read(1 << 16)
                 first = head.lstrip()[:1]
+                if first or len(head) < 1 << 16:
+                    break
             size = fh.seek(0, 2)
     except FileNotFoundError:
         raise LoadError(path, f"no {TRACE} here: the folder is not an Ascend text export "
@@ -460,44 +369,82 @@ def _check_head(path: str) -> None:
         raise LoadError(path, f"cannot read the file ({exc.strerror or exc})") from None
     if not first:
         raise LoadError(path, "the file is empty" if size else "the file is empty (0 bytes)")
-    if first == b"[":
-        return
+    not_array = "the top level is not a JSON array of trace events"
     if first == b"{":
-        raise LoadError(path, "the top level is not a JSON array of trace events (Expected `array`, got `object`)")
-    try:
-        msgspec.json.decode(head)
-    except msgspec.DecodeError as exc:
-        if "truncated" not in str(exc):
-            raise LoadError(path, f"not valid JSON ({exc})") from None
-    raise LoadError(path, "the top level is not a JSON array of trace events")
+        raise LoadError(path, f"{not_array} (Expected `array`, got `object`)")
+    if first != b"[":
+        try:
+            msgspec.json.decode(head)
+        except msgspec.DecodeError as exc:
+            if "truncated" not in str(exc):
+                raise LoadError(path, f"not valid JSON ({exc})") from None
+        raise LoadError(path, not_array)
 
 
 def _reword(exc: LoadError) -> LoadError:
     """jsonstream speaks of a "traceEvents array"; here the whole file is the event array."""
+    if exc.problem.startswith("a trace event"):
+        return exc
     problem = exc.problem.replace("the traceEvents array", "the event array").replace("traceEvents", "event")
-    if problem.startswith("malformed JSON"):
-        problem = "not valid JSON (" + problem + ")"
-    return LoadError(exc.path, problem)
+    return LoadError(exc.path, f"not valid JSON ({problem})" if problem.startswith("malformed JSON") else problem)
 
 
-def parse_trace(path: str, chunk_bytes: int = CHUNK_BYTES) -> Trace:
-    """Decode ``path`` chunk by chunk into a :class:`Trace` (LoadError on unreadable input)."""
+_EVENT_TEXT = re.compile(rb'\{[^{}]*\{[^{}]*\}[^{}]*\}|\{[^{}]*\}')
+
+
+def _role_hints(path: str, head: int = 1 << 20, tail: int = 4 << 20) -> dict:
+    """pid -> role code from the ``process_name`` events in the first and last few MB of the file.
+
+    Only a hint for what each chunk keeps (exporters write the metadata near the start or at the
+    end); a wrong or missing hint costs time, never correctness (see the module doc)."""
+    found: dict = {}
+    try:
+        with open(path, "rb") as fh:
+            size = fh.seek(0, 2)
+            fh.seek(0)
+            texts = [fh.read(head)]
+            if size > head:
+                fh.seek(max(head, size - tail))
+                texts.append(fh.read(tail))
+    except OSError:
+        return found
+    for text in texts:
+        i = text.find(b'"process_name"')
+        while i >= 0:
+            m = _EVENT_TEXT.match(text, max(text.rfind(b"{", 0, i), 0))
+            try:
+                e = msgspec.json.decode(m.group()) if m else None
+            except (msgspec.DecodeError, UnicodeDecodeError):
+                e = None
+            if isinstance(e, dict) and e.get("name") == "process_name" and e.get("ph") == "M":
+                a = e.get("args")
+                found[_one(e.get("pid"))] = _role_code(a.get("name") if isinstance(a, dict) else None)
+            i = text.find(b'"process_name"', i + 1)
+    return found
+
+
+def parse_trace(path: str, chunk_bytes: int | None = None, progress=None) -> Trace:
+    """Decode ``path`` chunk by chunk into a :class:`Trace` (LoadError on unreadable input);
+    ``progress(fraction of the file read)`` is called as the chunks go by.  ``chunk_bytes``
+    defaults to :data:`CHUNK_BYTES` (read at call time, so tests can shrink it)."""
     _check_head(path)
+    hints = _role_hints(path)
     was = gc.isenabled()
     gc.disable()                    # many short-lived objects, no cycles
     try:
         for full in (False, True):
-            col = _Collector(path, full)
+            col = _Collector(path, full, hints)
             try:
-                for _ in jsonstream.iter_event_chunks(path, col, chunk_bytes=chunk_bytes):
+                for _ in jsonstream.iter_event_chunks(path, col, chunk_bytes=chunk_bytes or CHUNK_BYTES,
+                                                      progress=None if full else progress):
                     pass
             except LoadError as exc:
-                raise (exc if exc.problem.startswith("a trace event") else _reword(exc)) from None
+                raise _reword(exc) from None
             try:
                 return Trace(col)
             except _Redo:
                 continue
-        raise AssertionError("unreachable")
+        raise AssertionError("unreachable: the full decode keeps every field")
     except MemoryError:
         raise LoadError(path, "not enough memory to load this trace") from None
     finally:

@@ -660,10 +660,7 @@ def _build(col: _Collector, outside: dict, path: str) -> Profile:
 
     # memory
     if col.rows.get("_mem"):
-        n_drop = _memory(col.columns("_mem"), tables, o, o_end, parent)
-        if n_drop:
-            meta.warnings.append(f"{n_drop:,} allocations left out of the memory comparison: the free at their "
-                                 "address reports a different size (as the reference does)")
+        _memory(col.columns("_mem"), tables, o, o_end, parent)
 
     _fill_meta(meta, outside, col)
     return Profile(symbols=sym, meta=meta, tables=tables)
@@ -705,18 +702,15 @@ def _link_by_flows(fl, launch, k_start, kpid, ktid, o, depth, is_runtime, meta) 
                              "launching op through flow events")
 
 
-def _memory(m, tables, o, o_end, parent) -> int:
-    """[memory] events (Device Id >= 0): one mem_records row each; alloc/free pairs per address.
-
-    Returns how many allocations were dropped because their free's size differs (the reference
-    drops them too)."""
+def _memory(m, tables, o, o_end, parent) -> None:
+    """[memory] events (Device Id >= 0): one mem_records row each; alloc/free pairs per address."""
     keep = np.flatnonzero(m["dev"] >= 0)
     ts, dev, nb, addr = m["ts"][keep], m["dev"][keep], m["nbytes"][keep], m["addr"][keep]
     tables["mem_records"] = make_table("mem_records", ts_ns=ts, device=dev, allocated_bytes=m["alloc"][keep],
                                        reserved_bytes=m["res"][keep])
     ev = np.flatnonzero(nb != 0)
     if not len(ev):
-        return 0
+        return
     order = ev[np.lexsort((ev, ts[ev], addr[ev], dev[ev]))]
     nxt = np.full(len(order), -1, np.int64)
     same = (dev[order][1:] == dev[order][:-1]) & (addr[order][1:] == addr[order][:-1])
@@ -741,7 +735,6 @@ def _memory(m, tables, o, o_end, parent) -> int:
     name = np.where(op >= 0, o["name"][np.maximum(op, 0)] if n_ops else 0, 0)
     tables["mem_allocs"] = make_table("mem_allocs", name=name, bytes=nb[a_rows], alloc_ns=ts[a_rows],
                                       release_ns=release, op=op, device=dev[a_rows])
-    return int(dropped.sum())
 
 
 def _fill_meta(meta: ProfileMeta, outside: dict, col: Optional[_Collector] = None) -> None:
@@ -786,6 +779,9 @@ def load(path: str, progress=None, chunk_bytes: int = jsonstream.DEFAULT_CHUNK) 
     try:
         for _ in jsonstream.iter_event_chunks(path, col, chunk_bytes=chunk_bytes, progress=prog, result=res):
             pass
+        if "traceEvents" in res.outside:        # a later duplicate key: which array is the trace?
+            raise LoadError(path, 'the JSON object holds two "traceEvents" arrays; cannot tell which one is '
+                                  "the trace")
         prof = _build(col, res.outside, path)
     except MemoryError:
         raise LoadError(path, "not enough memory to load this trace") from None
