@@ -34,6 +34,11 @@ MAX_DEPTH = 48              # anchoring rounds before a still-large gap goes gre
 def encode(a: Sequence, b: Sequence) -> tuple[np.ndarray, np.ndarray]:
     """Integer codes for two key sequences over their joint alphabet."""
     na = len(a)
+    if na + len(b) < 2048:      # small (the common case: module children): a dict is faster
+        lut: dict = {}
+        codes = np.fromiter((lut.setdefault(x, len(lut)) for x in list(a) + list(b)),
+                            dtype=np.int64, count=na + len(b))
+        return codes[:na], codes[na:]
     both = pd.Series(list(a) + list(b), dtype=object)
     codes, _ = pd.factorize(both, use_na_sentinel=False)
     codes = codes.astype(np.int64)

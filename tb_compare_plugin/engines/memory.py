@@ -324,8 +324,11 @@ def _statistic(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def _ratio_cell(t, b):
-    r = float(ratio([t], [b])[0])
-    return "INF" if np.isinf(r) else round(r, 4)
+    t = 0.0 if t is None or t != t else float(t)
+    b = 0.0 if b is None or b != b else float(b)
+    if not b:
+        return "INF" if t else 1.0
+    return round(t / b, 4)
 
 
 def _as_list_repr(s, kind: str):

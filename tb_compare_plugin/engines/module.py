@@ -101,9 +101,15 @@ class ModuleSide:
 
     def op_self_ns(self, m: int, node: int, comm_only: bool = False) -> int:
         idx = self.op_dev.get((m, node), _EMPTY)
+        if not len(idx):
+            return 0
+        dev = self.__dict__.get("_dev_arrays")
+        if dev is None:   # column arrays once, not per call
+            dev = self.__dict__["_dev_arrays"] = (self.tree.dev["dur_ns"].to_numpy(),
+                                                  self.tree.dev["comm"].to_numpy(bool))
         if comm_only:
-            idx = idx[self.tree.dev["comm"].to_numpy(bool)[idx]]
-        return int(self.tree.dev["dur_ns"].to_numpy()[idx].sum()) if len(idx) else 0
+            idx = idx[dev[1][idx]]
+        return int(dev[0][idx].sum())
 
     def times_us(self, m) -> tuple:
         """(self, total, self comm, total comm) device µs of module m (zeros for None)."""
@@ -206,9 +212,16 @@ def build_modules(profile, tree: OpTree | None = None, step: int | None = None) 
             k = np.searchsorted(run_end, launch[e], side="left")
             ok = k < len(ops)
             ok[ok] &= tree.start[ops[k[ok]]] <= launch[e[ok]]
-            for node, idx in pd.Series(e[ok]).groupby(ops[k[ok]], sort=False):
+            ev_ok, node_ok = e[ok], ops[k[ok]]
+            if not len(ev_ok):
+                continue
+            o = np.argsort(node_ok, kind="stable")       # group by node, keeping event order
+            ev_ok, node_ok = ev_ok[o], node_ok[o]
+            cut = np.flatnonzero(np.diff(node_ok)) + 1
+            for node, idx in zip(node_ok[np.r_[0, cut]].tolist(), np.split(ev_ok, cut)):
                 key = (m, int(node))
-                op_dev[key] = np.concatenate([op_dev.get(key, _EMPTY), idx.to_numpy()])
+                prev = op_dev.get(key)
+                op_dev[key] = idx if prev is None else np.concatenate([prev, idx])
     names = f_name + b_name
     raw_path = f_path + b_path
     kids = {}
@@ -262,6 +275,13 @@ def _clean(raw: str) -> str:
 
 def _ref_class(raw_name: str) -> str:
     return _CLASS_SUFFIX.sub("", raw_name.split("/")[-1])
+
+
+def _ratio1(t: float, b: float) -> float:
+    """sidebyside.ratio for one pair of numbers (no array round trip)."""
+    t = 0.0 if t != t else t
+    b = 0.0 if b != b else b
+    return t / b if b else (float("inf") if t else 1.0)
 
 
 def _ref_ratio(t: float, b: float) -> float:
@@ -360,7 +380,7 @@ def compare_modules(base, target, options: Options | None = None) -> ModuleResul
                      "b_kernel_details": None, "t_kernel_details": None,
                      "b_self_us": bself, "b_total_us": btot, "t_self_us": tself, "t_total_us": ttot,
                      "diff_total_us": ttot - btot, "diff_self_us": tself - bself, "diff_us": ttot - btot,
-                     "diff_ratio": float(ratio([ttot], [btot])[0]),
+                     "diff_ratio": _ratio1(ttot, btot),
                      "b_call_stack": bs.call_stack[b] if b is not None else None,
                      "t_call_stack": ts.call_stack[t] if t is not None else None, "status": status,
                      **_split(bt, tt, "us")})
@@ -381,7 +401,7 @@ def compare_modules(base, target, options: Options | None = None) -> ModuleResul
                          "t_kernel_details": ts.op_details(t, int(to[y])) if y >= 0 else None,
                          "b_self_us": bv, "b_total_us": np.nan, "t_self_us": tv, "t_total_us": np.nan,
                          "diff_total_us": np.nan, "diff_self_us": tv - bv, "diff_us": tv - bv,
-                         "diff_ratio": float(ratio([tv], [bv])[0]),
+                         "diff_ratio": _ratio1(tv, bv),
                          "b_call_stack": _op_cs(bs, int(bo[x])) if x >= 0 else None,
                          "t_call_stack": _op_cs(ts, int(to[y])) if y >= 0 else None,
                          "status": BOTH if x >= 0 and y >= 0 else (BASE_ONLY if x >= 0 else TARGET_ONLY),
@@ -439,7 +459,7 @@ def _module_stats(bs, ts, groups, mapper, bsym, tsym) -> pd.DataFrame:
                      "b_self_ms": bself, "b_number": len(bm), "b_total_ms": btot,
                      "t_self_ms": tself, "t_number": len(tm), "t_total_ms": ttot,
                      "diff_total_ms": ttot - btot, "diff_self_ms": tself - bself, "diff_ms": ttot - btot,
-                     "diff_ratio": float(ratio([ttot], [btot])[0]),
+                     "diff_ratio": _ratio1(ttot, btot),
                      "b_kernel_details": None, "t_kernel_details": None,
                      "b_call_stack": bs.call_stack[bm[0]] if bm else None,
                      "t_call_stack": ts.call_stack[tm[0]] if tm else None, "status": status,
@@ -452,7 +472,7 @@ def _module_stats(bs, ts, groups, mapper, bsym, tsym) -> pd.DataFrame:
                          "b_self_ms": bv, "b_number": len(b[1]) if b else 0, "b_total_ms": np.nan,
                          "t_self_ms": tv, "t_number": len(t[1]) if t else 0, "t_total_ms": np.nan,
                          "diff_total_ms": np.nan, "diff_self_ms": tv - bv, "diff_ms": tv - bv,
-                         "diff_ratio": float(ratio([tv], [bv])[0]),
+                         "diff_ratio": _ratio1(tv, bv),
                          "b_kernel_details": _kernel_summary(b[2]) if b else "",
                          "t_kernel_details": _kernel_summary(t[2]) if t else "",
                          "b_call_stack": None, "t_call_stack": None,
