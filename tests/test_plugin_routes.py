@@ -95,3 +95,18 @@ def test_samples_listing():
     assert devices.get("baseline_gpu") == {"GPU"}
     assert devices.get("target_npu") == {"NPU"}
     assert any(p["baseline"] == "baseline_gpu" and p["target"] == "target_npu" for p in body["pairs"])
+
+
+def test_oversized_and_hostile_requests(tmp_path):
+    c = make_client(tmp_path)
+    big = '{"workers": [' + ",".join('"x"' for _ in range(40000)) + "]}"
+    r = c.post(PREFIX + "/load", data=big, content_type="application/json")
+    assert r.status_code == 413
+    r = c.post(PREFIX + "/load", data=json.dumps({"workers": ["a/b"] * 65}), content_type="application/json")
+    assert r.status_code == 400
+    r = c.post(PREFIX + "/compare/overall", data="baseline=a/b&target=c/d",
+               content_type="application/x-www-form-urlencoded")      # what a cross-site form can send
+    assert r.status_code == 415
+    for q in ("baseline=a/b&target=c/d&limit=99999", "baseline=a/b&target=c/d&base_step=x",
+              "baseline=a/b&target=c/d&order=sideways", "baseline=a/b&target=c/d&min_diff=nan"):
+        assert c.get(PREFIX + "/compare/operator?" + q).status_code in (400, 404)
