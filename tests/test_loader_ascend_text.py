@@ -503,23 +503,38 @@ def test_csv_conversions_match_the_column_rules():
     assert ascend_csv.ns(df, "c").tolist() == timeconv.us_str_column_to_ns(df["c"].to_numpy(dtype=object)).tolist()
     want = pd.to_numeric(df["c"].str.strip(), errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
     assert ascend_csv.num(df, "c").tobytes() == want.tobytes()
-    assert ascend_csv.device_index(np.array(["NPU:3", None, "NPU: 12 ", "cpu"], dtype=object)).tolist() == [3, -1, 12, -1]
+    devices = np.array(["NPU:3", None, "NPU: 12 ", "cpu"], dtype=object)
+    assert ascend_csv.device_index(devices).tolist() == [3, -1, 12, -1]
 
 
 # Digests of every table, the symbol table and meta (minus paths) as the whole-file loader produced
 # them before the streaming rewrite (2026-11-22).  A deliberate change of the loader's output makes
 # this fail: check the change, then print the new digests with `python tests/test_loader_ascend_text.py`.
 PRE_STREAMING = {
-    "corpus/alexnet_ddp_2rank_level0/rank0_ascend_pt": "ce37d72f76c2e2de ca61cb877bc015f6 6a8f2b7d46ee98f4 cd1a8577798ee993 22241082136939c0 b2f2843eb261a940 fc29ff5a809c4814 fe6ff9bdb05303af 12b8de2d52ea28f7 61079bdd48cbedd0 ebf945850ed9f132 f3cf9f553d9ac1f9",  # noqa: E501
-    "corpus/alexnet_ddp_2rank_level0/rank1_ascend_pt": "3a5a8bd6e455f23b 9c9073c753123095 40a5dda1835d4450 cd1a8577798ee993 f5ab127b3ebbc35b 369a8abd56cbd51b 1bea58cec38c01fe 78a13ac7db482067 aa0756324b89f4ed c140f1212b0e9766 e4f27eb2a457775c e2f3d49ea8e00d8e",  # noqa: E501
-    "corpus/alexnet_ddp_2rank_level1/rank0_ascend_pt": "c08dd63a2a838614 0c6902fbfbb85d3e 8ce51c4627547a3f b2d7b35a61a58370 8ed6bd009f1e4ccc 19ce2996f348fc59 a81a44792886fbc3 c9a18763a2174a1e a3e6e8ad690145c2 85b1109016e63714 7f991d2538e73426 d6157f7f0b42a961",  # noqa: E501
-    "corpus/alexnet_ddp_2rank_level1/rank1_ascend_pt": "556faf46e39a4b24 9a112e30688b4a1f 6a0fe377fde82d25 e5ac2c28bec84f47 17fd05cba045a09b 0304316a9f140c08 781ca5a470f9ee9c f499b79c4d14b82d c147a3360abef26a 84841a88b49e2533 e861f83a79313b66 ae6538c75e475c3a",  # noqa: E501
-    "corpus/mstt_advisor_sample/ASCEND_PROFILER_OUTPUT": "4e5349426cbb6b44 f514e63d4e2edf2e 3761e4701a31beda cd1a8577798ee993 e3109c5cd6094e01 1053510b84dc86ce c4efe2818dd6c8ad ffa7a60cffe713fb b9ec363a253ae601 8d715bb6991d3349 d4d09ccb46cc948f 88b8dc089397b7cf",  # noqa: E501
-    "samples/target_npu/rank0_ascend_pt": "590a2450c240a1bb 07bca1ef4ef6c07c fcd2d878a4299b60 be3248c308bc4e2f 68bbab77b7ffd76c 12e51911da9b2f1a 2bcbc9daf3c358c3 a98c853891f5bd5c 6b54d669b659b4a8 84f27c9a4d2b07a9 647c60c3f0045833 16288191d58cda34",  # noqa: E501
-    "samples/target_npu_v2/rank0_ascend_pt": "590a2450c240a1bb 07bca1ef4ef6c07c 9872b0f56a9d5faf fc489d5e7d7d9ea1 e132d3e7b0dc953b ef8f838ad60dea25 6882973f33c6db2d f62843ce7ea61c55 e937cf80a2983698 2a8c0b1aa54d5707 83a842e236f063e1 bf989bfe41cfe91d",  # noqa: E501
+    "corpus/alexnet_ddp_2rank_level0/rank0_ascend_pt":
+        "ce37d72f76c2e2de ca61cb877bc015f6 6a8f2b7d46ee98f4 cd1a8577798ee993 22241082136939c0 b2f2843eb261a940 "
+        "fc29ff5a809c4814 fe6ff9bdb05303af 12b8de2d52ea28f7 61079bdd48cbedd0 ebf945850ed9f132 f3cf9f553d9ac1f9",
+    "corpus/alexnet_ddp_2rank_level0/rank1_ascend_pt":
+        "3a5a8bd6e455f23b 9c9073c753123095 40a5dda1835d4450 cd1a8577798ee993 f5ab127b3ebbc35b 369a8abd56cbd51b "
+        "1bea58cec38c01fe 78a13ac7db482067 aa0756324b89f4ed c140f1212b0e9766 e4f27eb2a457775c e2f3d49ea8e00d8e",
+    "corpus/alexnet_ddp_2rank_level1/rank0_ascend_pt":
+        "c08dd63a2a838614 0c6902fbfbb85d3e 8ce51c4627547a3f b2d7b35a61a58370 8ed6bd009f1e4ccc 19ce2996f348fc59 "
+        "a81a44792886fbc3 c9a18763a2174a1e a3e6e8ad690145c2 85b1109016e63714 7f991d2538e73426 d6157f7f0b42a961",
+    "corpus/alexnet_ddp_2rank_level1/rank1_ascend_pt":
+        "556faf46e39a4b24 9a112e30688b4a1f 6a0fe377fde82d25 e5ac2c28bec84f47 17fd05cba045a09b 0304316a9f140c08 "
+        "781ca5a470f9ee9c f499b79c4d14b82d c147a3360abef26a 84841a88b49e2533 e861f83a79313b66 ae6538c75e475c3a",
+    "corpus/mstt_advisor_sample/ASCEND_PROFILER_OUTPUT":
+        "4e5349426cbb6b44 f514e63d4e2edf2e 3761e4701a31beda cd1a8577798ee993 e3109c5cd6094e01 1053510b84dc86ce "
+        "c4efe2818dd6c8ad ffa7a60cffe713fb b9ec363a253ae601 8d715bb6991d3349 d4d09ccb46cc948f 88b8dc089397b7cf",
+    "samples/target_npu/rank0_ascend_pt":
+        "590a2450c240a1bb 07bca1ef4ef6c07c fcd2d878a4299b60 be3248c308bc4e2f 68bbab77b7ffd76c 12e51911da9b2f1a "
+        "2bcbc9daf3c358c3 a98c853891f5bd5c 6b54d669b659b4a8 84f27c9a4d2b07a9 647c60c3f0045833 16288191d58cda34",
+    "samples/target_npu_v2/rank0_ascend_pt":
+        "590a2450c240a1bb 07bca1ef4ef6c07c 9872b0f56a9d5faf fc489d5e7d7d9ea1 e132d3e7b0dc953b ef8f838ad60dea25 "
+        "6882973f33c6db2d f62843ce7ea61c55 e937cf80a2983698 2a8c0b1aa54d5707 83a842e236f063e1 bf989bfe41cfe91d",
 }
-_DIGEST_KEYS = ["symbols", "meta", "comm_ops", "comm_tasks", "fwdbwd", "kernels", "mem_allocs", "mem_records", "ops",
-                "overlap", "pyfuncs", "steps"]
+_DIGEST_KEYS = ["symbols", "meta", "comm_ops", "comm_tasks", "fwdbwd", "kernels", "mem_allocs", "mem_records",
+                "ops", "overlap", "pyfuncs", "steps"]
 
 
 def _digests(p) -> dict:
@@ -549,5 +564,5 @@ if __name__ == "__main__":          # print the digests of the current loader (s
     from conftest import CORPUS, SAMPLES
     for kind, rel in EXPORTS:
         path = (SAMPLES if kind == "samples" else CORPUS / NPU) / rel
-        d = _digests(ascend_text.load(str(path)))
-        print(f'    "{kind}/{rel}": "{" ".join(d[k] for k in _DIGEST_KEYS)}",  # noqa: E501')
+        d = [_digests(ascend_text.load(str(path)))[k] for k in _DIGEST_KEYS]
+        print(f'    "{kind}/{rel}":\n        "{" ".join(d[:6])} "\n        "{" ".join(d[6:])}",')
