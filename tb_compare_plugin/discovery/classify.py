@@ -188,33 +188,27 @@ def _classify_ascend_dir(run: str, worker_dir: str, worker_name: str | None = No
         fmt, root = f"{prefix}-text", worker_dir
     elif kind == "db":
         fmt, root = f"{prefix}-db", db
-        try:
-            from ..loaders import ascend_db
-            info = ascend_db.peek(db)
-            error = info.get("error")
-            steps = tuple(info.get("steps") or ())
-            has = tuple(sorted((info.get("has") or {}).items()))
-            if info.get("rank") is not None and rank is None:
-                rank = info["rank"]
-        except ImportError:
-            pass
-        except Exception as e:
-            error = f"{db}: {e}"
+        error, steps, has, rank = _peek("ascend_db", db, rank)
     else:
         fmt, root = f"{prefix}-text", worker_dir
-        try:
-            from ..loaders import ascend_text
-            info = ascend_text.peek(worker_dir)
-            error = info.get("error")
-            has = tuple(sorted((info.get("has") or {}).items()))
-            if info.get("rank") is not None and rank is None:
-                rank = info["rank"]
-        except ImportError:
-            pass
-        except Exception as e:
-            error = f"{worker_dir}: {e}"
+        error, steps, has, rank = _peek("ascend_text", worker_dir, rank)
         steps = steps or _text_steps(worker_dir)
     return WorkerSpec(run, name, fmt, "NPU", framework, root, tuple(stats), rank, steps, has, error)
+
+
+def _peek(loader: str, path: str, rank):
+    """(error, steps, has, rank) from a loader's cheap ``peek``; a peek never breaks discovery."""
+    import importlib
+    try:
+        info = importlib.import_module(f"tb_compare_plugin.loaders.{loader}").peek(path)
+    except ImportError:
+        return None, (), (), rank
+    except Exception as e:  # noqa: BLE001
+        return f"{path}: {e}", (), (), rank
+    if info.get("rank") is not None and rank is None:
+        rank = info["rank"]
+    return (info.get("error"), tuple(info.get("steps") or ()),
+            tuple(sorted((info.get("has") or {}).items())), rank)
 
 
 def _text_steps(worker_dir: str) -> tuple:
