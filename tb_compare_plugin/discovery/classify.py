@@ -147,14 +147,20 @@ def _profiler_info_rank(worker_dir: str):
     return None
 
 
-def classify_ascend_dir(run: str, worker_dir: str, worker_name: str | None = None) -> WorkerSpec:
-    _, files, _ = _ascend_files(worker_dir)
-    stats = []
+def _stats(files) -> list:
+    """(path, size, mtime) of each file that can still be stat'ed."""
+    out = []
     for p in files:
         try:
-            stats.append(file_stat(p))
+            out.append(file_stat(p))
         except OSError:
             pass
+    return out
+
+
+def classify_ascend_dir(run: str, worker_dir: str, worker_name: str | None = None) -> WorkerSpec:
+    _, files, _ = _ascend_files(worker_dir)
+    stats = _stats(files)
     key = ("ascend", run, worker_dir, worker_name, tuple(stats))
     return _memo(key, lambda: _classify_ascend_dir(run, worker_dir, worker_name))
 
@@ -167,12 +173,7 @@ def _classify_ascend_dir(run: str, worker_dir: str, worker_name: str | None = No
     if db and os.path.basename(db).startswith("ascend_mindspore_profiler"):
         prefix, framework = "mindspore", "MindSpore"
     name = worker_name or base
-    stats = []
-    for p in files:
-        try:
-            stats.append(file_stat(p))
-        except OSError:
-            pass
+    stats = _stats(files)
     rank = _profiler_info_rank(worker_dir)
     if rank is None:
         rank = _rank_from_name(base)

@@ -21,9 +21,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..model import KIND_COMM, KIND_COMPUTE, KIND_MEMCPY, KIND_MEMSET
-from ..model.intervals import union
+from ..model.intervals import overlap_length, subtract, union
 from .kernel_classes import text_flags
-from .overall_npu import DeviceTimes, GroupTimes, overlap_length, subtract
+from .overall_npu import DeviceTimes, GroupTimes
 
 SDMA_MARKS = ("htod", "dtod", "dtoh", "memset (device)")
 TORCH_OP_CATS = frozenset({"cpu_op", "user_annotation", "cuda_runtime", "operator", "runtime"})

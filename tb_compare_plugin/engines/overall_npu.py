@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..model import KIND_COMM, KIND_COMPUTE, KIND_MEMCPY
-from ..model.intervals import union
+from ..model.intervals import intersect, overlap_length, subtract, union
 from .kernel_classes import text_flags
 
 E2E_EXCLUDED_TYPES = frozenset({"KERNEL_AICORE", "KERNEL_AIVEC", "FFTS_PLUS", "KERNEL_MIX_AIC", "KERNEL_MIX_AIV",
@@ -87,51 +87,6 @@ def _pg_of(pg_names: dict, group: str) -> str | None:
     if m and m.group(1) in pg_names:
         return pg_names[m.group(1)] or None
     return None
-
-
-def intersect(a_s, a_e, b_s, b_e) -> tuple[np.ndarray, np.ndarray]:
-    """(∪a) ∩ (∪b) as sorted disjoint pieces, fully vectorised."""
-    as_, ae = union(np.asarray(a_s, np.int64), np.asarray(a_e, np.int64))
-    bs, be = union(np.asarray(b_s, np.int64), np.asarray(b_e, np.int64))
-    if not len(as_) or not len(bs):
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    lo = np.searchsorted(be, as_, "right")
-    cnt = np.maximum(np.searchsorted(bs, ae, "left") - lo, 0)
-    total = int(cnt.sum())
-    ai = np.repeat(np.arange(len(as_)), cnt)
-    bi = lo[ai] + (np.arange(total) - np.repeat(np.cumsum(cnt) - cnt, cnt))
-    s, e = np.maximum(as_[ai], bs[bi]), np.minimum(ae[ai], be[bi])
-    keep = e > s
-    return s[keep], e[keep]
-
-
-def overlap_length(a_s, a_e, b_s, b_e) -> int:
-    s, e = intersect(a_s, a_e, b_s, b_e)
-    return int((e - s).sum())
-
-
-def subtract(a_s, a_e, b_s, b_e, b_inside_a: bool = False) -> tuple[np.ndarray, np.ndarray]:
-    """(∪a) minus (∪b) as sorted disjoint pieces, vectorised (no Python loop).
-
-    ``b_inside_a``: both are already sorted disjoint unions and b ⊆ a (skips the set-up)."""
-    if b_inside_a:
-        as_, ae, bs, be = a_s, a_e, b_s, b_e
-    else:
-        as_, ae = union(np.asarray(a_s, np.int64), np.asarray(a_e, np.int64))
-        bs, be = intersect(b_s, b_e, as_, ae)
-    # now b is inside a: a's pieces are the gaps between the b intervals of each a interval
-    lo = np.searchsorted(bs, as_, "left")
-    hi = np.searchsorted(bs, ae, "left")
-    empty = lo == hi
-    has = ~empty
-    a_of_b = np.searchsorted(as_, bs, "right") - 1
-    inner = a_of_b[:-1] == a_of_b[1:]
-    s = np.concatenate([as_[empty], as_[has], be[hi[has] - 1], be[:-1][inner]])
-    e = np.concatenate([ae[empty], bs[lo[has]], ae[has], bs[1:][inner]])
-    keep = e > s
-    s, e = s[keep], e[keep]
-    o = np.argsort(s, kind="stable")
-    return s[o], e[o]
 
 
 def is_db(profile) -> bool:
