@@ -37,3 +37,11 @@ def golden() -> Path:
     if not GOLDEN.is_dir():
         pytest.skip(f"reference golden data not found at {GOLDEN}")
     return GOLDEN
+
+# property tests draw the same examples on every run (a CI run must not depend on luck)
+try:
+    from hypothesis import settings as _hyp_settings
+    _hyp_settings.register_profile("repeatable", derandomize=True, print_blob=True)
+    _hyp_settings.load_profile("repeatable")
+except ImportError:  # pragma: no cover
+    pass
