@@ -71,10 +71,11 @@ def api_stats(profile, step: int | None = None) -> pd.DataFrame:
     if step is not None:
         mask &= step_descendant_mask(profile, step)
     order = np.argsort(ops["start_ns"].to_numpy()[mask], kind="stable")
-    df = pd.DataFrame({"name": sym.as_array()[names[mask]][order],
+    df = pd.DataFrame({"nid": names[mask][order],        # symbol ids: one per distinct name
                        "dur": dur[mask][order] / 1e6, "self": selfd[mask][order] / 1e6})
-    g = df.groupby("name", sort=False)
+    g = df.groupby("nid", sort=False)
     st = g.agg(total_ms=("dur", "sum"), self_ms=("self", "sum"), calls=("dur", "count")).reset_index()
+    st.insert(0, "name", sym.as_array()[st.pop("nid").to_numpy()])
     st["avg_ms"] = st["total_ms"] / st["calls"]
     return st[["name", *STAT_COLS]]
 

@@ -37,7 +37,8 @@ def _launch_shapes(profile, kernels: pd.DataFrame) -> np.ndarray:
 
 
 def kernel_rows(profile, step: int | None = None) -> pd.DataFrame:
-    """One side's kernels as (kernel, input_shape, dur_us) in file order."""
+    """One side's kernels as (kernel, input_shape, dur_us) in file order; ``kernel`` and
+    ``input_shape`` are symbol ids (shape 0 stands for "N/A")."""
     k = profile.kernels
     sym = profile.symbols
     if step is not None:
@@ -51,18 +52,24 @@ def kernel_rows(profile, step: int | None = None) -> pd.DataFrame:
         sel = k[k["kind"].to_numpy() == KIND_COMPUTE]
         names = sel["name"].to_numpy()
         shapes = _launch_shapes(profile, sel)
-    strings = sym.as_array()
-    shape_s = strings[shapes]
-    shape_s[shapes == 0] = "N/A"
-    return pd.DataFrame({"kernel": strings[names], "input_shape": shape_s,
+    na = sym.lookup("N/A")
+    if na > 0:                                  # one group for "N/A", however it was spelt
+        shapes = np.where(shapes == na, 0, shapes)
+    return pd.DataFrame({"kernel": names, "input_shape": shapes,
                          "dur_us": sel["dur_ns"].to_numpy() / 1000.0})
 
 
-def kernel_stats(rows: pd.DataFrame) -> pd.DataFrame:
+def kernel_stats(rows: pd.DataFrame, sym) -> pd.DataFrame:
+    """Per (kernel, input shape) statistics, grouped on symbol ids, named at the end."""
     if not len(rows):
         return pd.DataFrame(columns=["kernel", "input_shape", *STAT_COLS])
     g = rows.groupby(["kernel", "input_shape"], sort=False)["dur_us"]
     st = g.agg(total_us="sum", max_us="max", min_us="min", calls="count").reset_index()
+    strings = sym.as_array()
+    shape_s = strings[st["input_shape"].to_numpy()]
+    shape_s[st["input_shape"].to_numpy() == 0] = "N/A"
+    st["kernel"] = strings[st["kernel"].to_numpy()]
+    st["input_shape"] = shape_s
     st["avg_us"] = st["total_us"] / st["calls"]
     return st[["kernel", "input_shape", *STAT_COLS]]
 
@@ -73,8 +80,8 @@ def compare_kernels(base, target, base_step=None, target_step=None) -> pd.DataFr
     Empty (with ``attrs["reason"]``) when the sides run on different kinds of device (kernels
     are platform-specific) or when either side has no typed kernels (e.g. Ascend Level0), as
     the reference leaves its KernelCompare sheet out then."""
-    b = kernel_stats(kernel_rows(base, base_step))
-    t = kernel_stats(kernel_rows(target, target_step))
+    b = kernel_stats(kernel_rows(base, base_step), base.symbols)
+    t = kernel_stats(kernel_rows(target, target_step), target.symbols)
     reason = None
     if base.meta.device != target.meta.device:
         reason = (f"kernels differ by platform (baseline {base.meta.device}, target {target.meta.device}); "

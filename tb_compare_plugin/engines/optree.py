@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from ..model import KIND_COMM, KIND_MEMSET
-from ..model.intervals import nest
+from ..model.intervals import depths, nest, sweep_order
 from .api import host_op_mask
 
 STEP_MARK = "ProfilerStep#"
@@ -47,21 +47,17 @@ def preorder(parent: np.ndarray, start: np.ndarray, dur: np.ndarray):
     """
     n = len(parent)
     parent = np.asarray(parent, np.int64)
-    depth = np.zeros(n, np.int64)
+    depth = depths(parent)
     has = parent >= 0
-    for _ in range(n + 1):                      # depth top-down, one level per pass
-        nd = np.where(has, depth[np.maximum(parent, 0)] + 1, 0)
-        if np.array_equal(nd, depth):
-            break
-        depth = nd
     size = np.ones(n, np.int64)
-    by_depth = np.argsort(depth, kind="stable")
+    by_depth = np.argsort(depth.astype(np.int32 if n and depth.max() > 32000 else np.int16), kind="stable")
     bounds = np.searchsorted(depth[by_depth], np.arange(int(depth.max()) + 2 if n else 0))
     for d in range(int(depth.max()) if n else 0, 0, -1):
         at = by_depth[bounds[d]:bounds[d + 1]]
-        size += np.bincount(parent[at], weights=size[at], minlength=n).astype(np.int64)
+        np.add.at(size, parent[at], size[at])
     # offset of each node inside its parent's block: exclusive cumsum of earlier siblings' sizes
-    sib = np.lexsort((np.arange(n), -np.asarray(dur), np.asarray(start), parent))
+    start = np.asarray(start, np.int64)
+    sib = sweep_order(start, start + np.asarray(dur, np.int64), parent)
     ps = parent[sib]
     csum = np.cumsum(size[sib]) - size[sib]
     first = np.r_[True, ps[1:] != ps[:-1]] if n else np.zeros(0, bool)
@@ -201,39 +197,47 @@ class OpTree:
     # ------------------------------------------------------------------ device events
     def _attach_device(self) -> None:
         prof = self.profile
-        k = prof.kernels
+        k, c = prof.kernels, prof.comm_ops
         keep = k["launch_op"].to_numpy() >= 0
         if self.device == "GPU":
             keep &= k["kind"].to_numpy() != KIND_MEMSET
-        kk = k[keep]
-        c = prof.comm_ops
-        cc = c[(c["launch_op"].to_numpy() >= 0) & (c["kernel"].to_numpy() < 0)]
-        launch = np.concatenate([kk["launch_op"].to_numpy(), cc["launch_op"].to_numpy()]).astype(np.int64)
-        ttype = kk["task_type"].to_numpy()
+        kr = np.flatnonzero(keep)
+        cr = np.flatnonzero((c["launch_op"].to_numpy() >= 0) & (c["kernel"].to_numpy() < 0))
+
+        def col(frame, rows, name):
+            return frame[name].to_numpy()[rows]
+        ttype = col(k, kr, "task_type")
         if prof.meta.format.endswith("-db"):      # DB: the compute task's own type (AI_VECTOR_CORE...)
-            core = kk["accel_core"].to_numpy()
+            core = col(k, kr, "accel_core")
             ttype = np.where(core > 0, core, ttype)
-        nk, nc = len(kk), len(cc)
-        dev = pd.DataFrame({
-            "node": self.node_of_op[launch] if len(launch) else np.zeros(0, np.int64),
+        nk, nc = len(kr), len(cr)
+        launch = np.concatenate([col(k, kr, "launch_op"), col(c, cr, "launch_op")]).astype(np.int64)
+        node = self.node_of_op[launch] if len(launch) else np.zeros(0, np.int64)
+        dev_start = np.concatenate([col(k, kr, "start_ns"), col(c, cr, "start_ns")])
+        o = np.flatnonzero(node >= 0)                  # attached rows by (node, start), stable
+        o = o[np.argsort(dev_start[o], kind="stable")]
+        o = o[np.argsort(node[o], kind="stable")]
+        cols = {
+            "node": node,
             "launch_ns": prof.ops["start_ns"].to_numpy()[launch] if len(launch) else np.zeros(0, np.int64),
-            "start_ns": np.concatenate([kk["start_ns"].to_numpy(), cc["start_ns"].to_numpy()]),
-            "dur_ns": np.concatenate([kk["dur_ns"].to_numpy(), cc["dur_ns"].to_numpy()]),
-            "name": np.concatenate([kk["name"].to_numpy(), cc["name"].to_numpy()]),
-            "task_id": np.concatenate([kk["task_id"].to_numpy(), np.full(nc, -1, np.int64)]),
+            "start_ns": dev_start,
+            "dur_ns": np.concatenate([col(k, kr, "dur_ns"), col(c, cr, "dur_ns")]),
+            "name": np.concatenate([col(k, kr, "name"), col(c, cr, "name")]),
+            "task_id": np.concatenate([col(k, kr, "task_id"), np.full(nc, -1, np.int64)]),
             "task_type": np.concatenate([ttype, np.zeros(nc, np.int32)]),
-            "input_shapes": np.concatenate([kk["input_shapes"].to_numpy(), np.zeros(nc, np.int32)]),
+            "input_shapes": np.concatenate([col(k, kr, "input_shapes"), np.zeros(nc, np.int32)]),
             "source": np.concatenate([np.zeros(nk, np.int8), np.ones(nc, np.int8)]),  # 0 kernel, 1 comm
-            "comm": np.concatenate([kk["kind"].to_numpy() == KIND_COMM, np.ones(nc, bool)]),
-            "row": np.concatenate([kk.index.to_numpy(), cc.index.to_numpy()]).astype(np.int64),
-        })
-        dev = dev[dev["node"].to_numpy() >= 0]
-        dev = dev.sort_values(["node", "start_ns"], kind="stable").reset_index(drop=True)
+            "comm": np.concatenate([col(k, kr, "kind") == KIND_COMM, np.ones(nc, bool)]),
+            "row": np.concatenate([k.index.to_numpy()[kr], c.index.to_numpy()[cr]]).astype(np.int64),
+        }
+        dev = pd.DataFrame({name: v[o] for name, v in cols.items()})
         self.dev = dev
         node = dev["node"].to_numpy()
         ids = np.arange(self.n)
-        self.dev_lo = np.searchsorted(node, ids, side="left")
-        self.dev_hi = np.searchsorted(node, ids + self.size, side="left")
+        first = np.zeros(self.n + 1, np.int64)       # first dev row of each node (node-sorted rows)
+        np.cumsum(np.bincount(node, minlength=self.n), out=first[1:])
+        self.dev_lo = first[ids]
+        self.dev_hi = first[ids + self.size]
         dur = dev["dur_ns"].to_numpy(dtype=np.int64)
         cum = np.concatenate([[0], np.cumsum(dur)])
         ccum = np.concatenate([[0], np.cumsum(np.where(dev["comm"].to_numpy(bool), dur, 0))])
@@ -254,7 +258,8 @@ class OpTree:
         kids = np.flatnonzero(self.parent >= 0)
         o = np.argsort(self.parent[kids], kind="stable")   # pre-order kept inside a parent
         kids = kids[o]
-        bounds = np.searchsorted(self.parent[kids], np.arange(self.n + 1))
+        bounds = np.zeros(self.n + 1, np.int64)
+        np.cumsum(np.bincount(self.parent[kids], minlength=self.n), out=bounds[1:])
         return kids, bounds
 
     def children(self, node: int) -> np.ndarray:
