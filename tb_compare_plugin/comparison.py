@@ -46,7 +46,7 @@ class Comparison:
         self.base_side = base_side or Side("", "baseline", base.meta.path)
         self.target_side = target_side or Side("", "target", target.meta.path)
         self._results: dict = {}
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()          # engines reuse memoised parts (trees, matched)
 
     def _memo(self, name: str, fn):
         with self._lock:
@@ -76,17 +76,32 @@ class Comparison:
         o = self.options
         return self._memo("api", lambda: compare_api(self.base, self.target, o.base_step, o.target_step))
 
+    def trees(self):
+        """Both sides' host-op trees, built once for the operator, module and memory engines."""
+        from .engines.optree import OpTree
+        return self._memo("trees", lambda: (OpTree(self.base), OpTree(self.target)))
+
+    def matched(self):
+        """The aligned top-layer op pairs shared by the operator and memory comparisons."""
+        from .engines.operator import match_ops
+        return self._memo("matched", lambda: match_ops(self.base, self.target, self.options, trees=self.trees()))
+
     def operators(self):
         from .engines.operator import compare_operators
-        return self._memo("operators", lambda: compare_operators(self.base, self.target, self.options))
+        return self._memo("operators", lambda: compare_operators(self.base, self.target, self.options,
+                                                                 matched=self.matched()))
 
     def modules(self):
         from .engines.module import compare_modules
-        return self._memo("modules", lambda: compare_modules(self.base, self.target, self.options))
+        return self._memo("modules", lambda: compare_modules(self.base, self.target, self.options,
+                                                             trees=self.trees()))
 
     def memory(self):
         from .engines.memory import compare_memory
-        return self._memo("memory", lambda: compare_memory(self.base, self.target, self.options))
+        if not (self.base.has()["memory"] or self.target.has()["memory"]):
+            return self._memo("memory", lambda: compare_memory(self.base, self.target, self.options))
+        return self._memo("memory", lambda: compare_memory(self.base, self.target, self.options,
+                                                           matched=self.matched()))
 
     def memory_peak(self):
         from .engines.memory_peak import peak_attribution

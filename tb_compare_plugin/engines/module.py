@@ -406,11 +406,12 @@ def _row_layout(bs, ts, pairs, bkey: list, tkey: list, disable: bool):
     return np.array(rp, np.int64), np.array(rm, bool), np.array(rb, np.int64), np.array(rt, np.int64)
 
 
-def compare_modules(base, target, options: Options | None = None) -> ModuleResult:
+def compare_modules(base, target, options: Options | None = None, trees=None) -> ModuleResult:
     """ModuleCompare and ModuleCompareStatistic of two profiles."""
     opts = options or Options()
-    bs = build_modules(base, step=opts.base_step)
-    ts = build_modules(target, step=opts.target_step)
+    btree, ttree = trees or (None, None)
+    bs = build_modules(base, btree, step=opts.base_step)
+    ts = build_modules(target, ttree, step=opts.target_step)
     mapper = NameMapper.for_profiles(base, target, opts.op_name_map)
     pairs = match_modules(bs, ts, mapper, opts)
     codes: dict = {}                                   # op matching key -> int, shared by both sides

@@ -183,9 +183,10 @@ class OperatorResult:
         return reference_rows_stats(self.stats)
 
 
-def compare_operators(base, target, options: Options | None = None) -> OperatorResult:
+def compare_operators(base, target, options: Options | None = None, matched: Matched | None = None) -> OperatorResult:
+    """Operator pairs and per-name statistics; ``matched``: a ``match_ops`` result to reuse."""
     opts = options or Options()
-    m = match_ops(base, target, opts)
+    m = matched if matched is not None else match_ops(base, target, opts)
     df = pd.DataFrame({**_side(m.base, m.b_nodes, "b"), **_side(m.target, m.t_nodes, "t")})
     hb, ht = m.b_nodes >= 0, m.t_nodes >= 0
     df["status"] = np.where(hb & ht, BOTH, np.where(hb, BASE_ONLY, TARGET_ONLY))

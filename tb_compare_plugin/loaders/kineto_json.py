@@ -412,7 +412,7 @@ class _Collector:
             return
         cats = [e.cat for e in evs]
         memo = self.cat_memo
-        for c in [c for c in dict.fromkeys(cats) if c not in memo]:     # first-seen order: stable ids
+        for c in sorted(set(cats).difference(memo), key=cats.index):    # first-seen order: stable ids
             memo[c] = len(self.cat_cls)
             self.cat_cls.append(_CAT_CLASS.get(c.lower(), C_OTHER) if isinstance(c, str) else C_OTHER)
             self.cat_sym.append(self.sym.intern(c) if isinstance(c, str) else 0)
