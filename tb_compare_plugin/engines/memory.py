@@ -132,16 +132,26 @@ def place_records(profile, tree) -> pd.DataFrame:
     return pd.DataFrame({"alloc": np.arange(len(ma)), "t_ns": t, "node": node})
 
 
+_PLACED = "_tbc_placed_op_rows"        # profile attribute: (ops, mem_allocs, op row per allocation)
+
+
+def placed_op_rows(profile, tree=None, node: np.ndarray | None = None) -> np.ndarray:
+    """Row in ops of the op each allocation was placed under (-1 none), kept on the profile:
+    the memory and peak engines both need it, and the op tree it comes from is costly to build.
+    ``node``: the ``place_records`` nodes of ``tree`` when the caller has them."""
+    got = vars(profile).get(_PLACED)
+    ops, ma = profile.tables["ops"], profile.tables["mem_allocs"]
+    if got is not None and got[0] is ops and got[1] is ma:
+        return got[2]
+    if node is None:
+        tree = tree if tree is not None else op_tree(profile)
+        node = place_records(profile, tree)["node"].to_numpy()
+    rows = np.where(node >= 0, tree.op_rows[np.maximum(node, 0)], -1) if tree.n else node
+    vars(profile)[_PLACED] = (ops, ma, rows)
+    return rows
+
+
 # ----------------------------------------------------------------------------- per top-layer op
-
-def _fmt_us(ns: int, fmt: str) -> str:
-    """A timestamp as the reference prints it (text: the CSV's µs string; DB: ns/1000 float)."""
-    if fmt.endswith("db"):
-        return repr(ns / 1000)          # int / int: correctly rounded, as the reference prints
-    if fmt == "trace-json" and ns % 1000 == 0:
-        return str(ns // 1000)
-    return f"{ns // 1000}.{ns % 1000:03d}"
-
 
 def _missing_release(fmt: str) -> str:
     return "0.0" if fmt.endswith("db") else "None" if fmt == "trace-json" else "0"
@@ -164,6 +174,7 @@ def op_memory(profile, tree=None, step: int | None = None, details: bool = True,
     if len(ma) and n:
         pl = place_records(profile, tree)
         node = pl["node"].to_numpy()
+        placed_op_rows(profile, tree, node)
         ti = _top_index(tree, top, node)
         sel = np.flatnonzero(ti >= 0)
         b = ma["bytes"].to_numpy(np.int64)[sel] / KB
@@ -190,6 +201,24 @@ def op_memory(profile, tree=None, step: int | None = None, details: bool = True,
         "size_kb": size, "duration_ms": dur, "n_allocs": cnt, "details": text})
 
 
+def _us_texts(ns: np.ndarray, fmt: str) -> list[str]:
+    """Timestamps (ns) as the reference prints them (text: the CSV's µs string, ``123.456``, on
+    trace-json ``123`` when whole; DB: ns / 1000 as a float)."""
+    if fmt.endswith("db"):
+        return [repr(x / 1000) for x in ns.tolist()]       # int / int: correctly rounded
+    q, m = (ns // 1000).tolist(), (ns % 1000).tolist()     # floor division, as Python's
+    if fmt == "trace-json":
+        return [f"{a}.{b:03d}" if b else str(a) for a, b in zip(q, m)]
+    return [f"{a}.{b:03d}" for a, b in zip(q, m)]
+
+
+def _float_texts(v: np.ndarray) -> list[str]:
+    """``str(float(x))`` of each value, formatted once per distinct value (sizes and durations
+    repeat a lot).  Values come from integers, so there is no NaN and no -0.0 to tell apart."""
+    u, inv = np.unique(np.asarray(v, dtype=np.float64), return_inverse=True)
+    return np.array([repr(x) for x in u.tolist()], dtype=object)[inv.reshape(-1)].tolist()
+
+
 def _details(profile, tree, sel, node, top, t_ns, kb, a, r, d, n) -> list[str]:
     """Allocated Details per top-layer op: one line per allocation, nodes breadth-first, each
     node's allocations in placement-time order (the reference's listing order)."""
@@ -201,17 +230,17 @@ def _details(profile, tree, sel, node, top, t_ns, kb, a, r, d, n) -> list[str]:
     shown = np.where(np.isin(raw, cann_ids), raw, owner)
     rank = _bfs_rank(tree)[node]
     order = np.lexsort((sel, t_ns, rank, top))
+    ro = r[order]
     miss = _missing_release(fmt)
+    rel = [x if ok else miss for x, ok in zip(_us_texts(ro, fmt), (ro > 0).tolist())]
+    lines = [f"{nm}, ({at}, {rt}), [duration: {du}], [size: {k}]\n" for nm, at, rt, du, k in
+             zip(strings[shown[order]].tolist(), _us_texts(a[order], fmt), rel,
+                 _float_texts(d[order].astype(np.float64) / 1000.0), _float_texts(kb[order]))]
     out = [""] * n
-    parts: dict[int, list[str]] = {}
-    for i in order.tolist():
-        rel = _fmt_us(int(r[i]), fmt) if r[i] > 0 else miss
-        kbv = float(kb[i])
-        parts.setdefault(int(top[i]), []).append(
-            f"{strings[shown[i]]}, ({_fmt_us(int(a[i]), fmt)}, {rel}), [duration: {float(d[i]) / 1000.0}], "
-            f"[size: {kbv}]\n")
-    for k, v in parts.items():
-        out[k] = "".join(v)
+    ts = top[order]
+    cut = np.flatnonzero(np.r_[True, ts[1:] != ts[:-1]]).tolist() + [len(ts)]
+    for k, s, e in zip(ts[cut[:-1]].tolist(), cut[:-1], cut[1:]):
+        out[k] = "".join(lines[s:e])
     return out
 
 
@@ -342,20 +371,37 @@ def _as_list_repr(s, kind: str):
     return "[" + ", ".join(repr(p) for p in parts) + "]"
 
 
+def _floats(col: pd.Series) -> list[float]:
+    return col.to_numpy(dtype=np.float64).tolist()
+
+
+def _ref_side(pairs: pd.DataFrame, p: str, gpu: bool) -> list[list]:
+    """One side's five MemoryCompare columns: name, shape, type, details, size (KB)."""
+    has = (pairs[f"{p}_op"].to_numpy() >= 0).tolist()
+
+    def only(col, conv=None):
+        vals = pairs[f"{p}_{col}"].tolist()
+        if conv is None:
+            return [v if h else None for v, h in zip(vals, has)]
+        memo: dict = {}
+        return [(memo[v] if v in memo else memo.setdefault(v, conv(v))) if h else None for v, h in zip(vals, has)]
+    shape = only("input_shape", (lambda v: _as_list_repr(v, "shape")) if gpu else None)
+    typ = only("input_type", (lambda v: _as_list_repr(v, "type")) if gpu else None)
+    details = [v or None for v in pairs[f"{p}_details"].tolist()]
+    return [only("name"), shape, typ, details, _floats(pairs[f"{p}_size_kb"])]
+
+
 def reference_rows_compare(res: MemoryResult) -> list[list]:
-    out = []
-    gpu = {"b": res.base_device == "GPU", "t": res.target_device == "GPU"}
-    for r in res.pairs.itertuples(index=False):
-        side = []
-        for p in ("b", "t"):
-            has = getattr(r, f"{p}_op") >= 0
-            shape, typ = getattr(r, f"{p}_input_shape"), getattr(r, f"{p}_input_type")
-            if has and gpu[p]:
-                shape, typ = _as_list_repr(shape, "shape"), _as_list_repr(typ, "type")
-            side += [getattr(r, f"{p}_name") if has else None, shape if has else None, typ if has else None,
-                     (getattr(r, f"{p}_details") or None), float(getattr(r, f"{p}_size_kb"))]
-        out.append([int(r.order), *side, round(side[9] - side[4], 2), _ratio_cell(side[9], side[4])])
-    return out
+    pairs = res.pairs
+    if not len(pairs):
+        return []
+    b = _ref_side(pairs, "b", res.base_device == "GPU")
+    t = _ref_side(pairs, "t", res.target_device == "GPU")
+    bs, ts = b[4], t[4]
+    diff = [round(y - x, 2) for x, y in zip(bs, ts)]
+    ratios = [_ratio_cell(y, x) for x, y in zip(bs, ts)]
+    order = [int(v) for v in pairs["order"].tolist()]
+    return [list(r) for r in zip(order, *b, *t, diff, ratios)]
 
 
 def reference_rows_statistic(res: MemoryResult) -> list[list]:

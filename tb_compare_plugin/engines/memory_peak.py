@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .memory import op_tree, place_records
+from .memory import placed_op_rows
 from .memory_curve import peak_time_ns
 from .sidebyside import BOTH, BASE_ONLY, TARGET_ONLY
 
@@ -37,9 +37,7 @@ def live_at(profile, t_ns: int) -> np.ndarray:
 
 def _alloc_ops(profile, rows: np.ndarray, tree=None) -> np.ndarray:
     """Row in ops of the op each allocation was placed under (-1 none)."""
-    tree = tree if tree is not None else op_tree(profile)
-    node = place_records(profile, tree)["node"].to_numpy()[rows]
-    return np.where(node >= 0, tree.op_rows[np.maximum(node, 0)], -1) if tree.n else node
+    return placed_op_rows(profile, tree)[rows]
 
 
 class _Modules:
@@ -56,13 +54,14 @@ class _Modules:
         self.tid = py["tid"].to_numpy()
         parent = py["parent"].to_numpy() if len(py) else np.zeros(0, np.int64)
         is_mod = py["is_module"].to_numpy() if len(py) else np.zeros(0, bool)
-        # nearest module ancestor of every python function (pointer jumping over non-modules)
-        mp = parent.copy()
-        todo = np.flatnonzero((mp >= 0) & ~is_mod[np.maximum(mp, 0)])
+        # nearest module ancestor of every module (walking up over non-modules; -1 elsewhere)
+        up = parent[mods]
+        todo = np.flatnonzero((up >= 0) & ~is_mod[np.maximum(up, 0)])
         while len(todo):
-            mp[todo] = parent[mp[todo]]
-            todo = todo[(mp[todo] >= 0) & ~is_mod[np.maximum(mp[todo], 0)]]
-        self.mod_parent = mp
+            up[todo] = parent[up[todo]]
+            todo = todo[(up[todo] >= 0) & ~is_mod[np.maximum(up[todo], 0)]]
+        self.mod_parent = np.full(len(parent), -1, np.int64)
+        self.mod_parent[mods] = up
         self.by_tid: dict[int, np.ndarray] = {}
         if len(mods):
             o = mods[np.lexsort((mods, self.start[mods], self.tid[mods]))]

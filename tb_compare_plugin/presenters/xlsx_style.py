@@ -208,6 +208,57 @@ class StyleBook:
         return ""
 
 
+def _styled_rows(sh, sb: StyleBook, data: SheetData, plain: list, first: int) -> None:
+    """Rows with a fill / indent per row (OverallMetrics, Summary: a few dozen), row by row."""
+    kinds = data.layout.types
+    special = [(c, k) for c, k in enumerate(kinds) if k in ("ratio", "rratio", "diff")]
+    fills, indents = data.fills, data.indents
+    for i, row in enumerate(data.rows):
+        fill = fills[i] if fills else None
+        ind = indents[i] if indents else 0
+        if fill or ind:
+            styles = [sb.get(k, "", fill, ind if c == 0 else 0) for c, k in enumerate(kinds)]
+        else:
+            styles = plain
+        for c, k in special:
+            var = sb.variant(k, row[c])
+            if var:
+                if styles is plain:
+                    styles = list(plain)
+                styles[c] = sb.get(k, var, fill)
+        sh.row(first + i, row, styles)
+
+
+def _column_styles(sb: StyleBook, kinds, plain: list, rows: list) -> list:
+    """Per column the xf of every row: ``plain[c]``, or for ratio / diff columns a list with
+    each value's highlight.  New highlight styles are registered in the order a row-by-row
+    pass meets them (row, then column), so the xf ids are the same."""
+    out: list = list(plain)
+    first_use = []
+    for c, k in enumerate(kinds):
+        if k not in ("ratio", "rratio", "diff"):
+            continue
+        if k == "ratio":          # sb.variant inlined for the common case
+            var = ["red" if isinstance(v, str) or (v is not None and v > 1) else "" for v in (r[c] for r in rows)]
+        else:
+            var = [sb.variant(k, r[c]) for r in rows]
+        seen = {}
+        for i, v in enumerate(var):
+            if v and v not in seen:
+                seen[v] = i
+        if seen:
+            first_use += [(i, c, k, v) for v, i in seen.items()]
+            out[c] = var
+    ids = {}
+    for _, c, k, v in sorted(first_use):
+        ids[(c, v)] = sb.get(k, v, None)
+    for c, var in enumerate(out):
+        if type(var) is list:
+            base = plain[c]
+            out[c] = [ids[(c, v)] if v else base for v in var]
+    return out
+
+
 def write_sheet(book, sb: StyleBook, data: SheetData, base_label: str, target_label: str) -> None:
     """Banners (row 1), headers (row 3), the rows from row 4 with per-cell highlight, then the
     blocks (each after an empty row, with a bold header); frozen header, autofilter on it."""
@@ -233,22 +284,10 @@ def write_sheet(book, sb: StyleBook, data: SheetData, base_label: str, target_la
            [sb.get("", "head_target" if t0 <= c <= t1 else "head_base") for c in range(n_cols)])
     kinds = lay.types
     plain = [sb.get(k) for k in kinds]
-    special = [(c, k) for c, k in enumerate(kinds) if k in ("ratio", "rratio", "diff")]
-    fills, indents = data.fills, data.indents
-    for i, row in enumerate(data.rows):
-        fill = fills[i] if fills else None
-        ind = indents[i] if indents else 0
-        if fill or ind:
-            styles = [sb.get(k, "", fill, ind if c == 0 else 0) for c, k in enumerate(kinds)]
-        else:
-            styles = plain
-        for c, k in special:
-            var = sb.variant(k, row[c])
-            if var:
-                if styles is plain:
-                    styles = list(plain)
-                styles[c] = sb.get(k, var, fill)
-        sh.row(first + i, row, styles)
+    if data.fills or data.indents:
+        _styled_rows(sh, sb, data, plain, first)
+    elif data.rows:
+        sh.rows(first, data.rows, _column_styles(sb, kinds, plain, data.rows))
     r = last_table + 2
     for header, rows in data.blocks:
         sh.row(r, header, [sb.get("", "head_base")] * len(header))
