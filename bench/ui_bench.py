@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import sys
 import tempfile
@@ -34,11 +33,10 @@ from . import gen_traces  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tests"))
+from browser_util import IFRAME, LAUNCH_ARGS  # noqa: E402
 from tbserver import TensorBoard  # noqa: E402
 
 ROUTE = "/data/plugin/profile_compare"
-IFRAME = 'iframe[src*="plugin_entry.html?name=profile_compare"]'
-LAUNCH_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run"]
 
 
 def _log(msg: str) -> None:

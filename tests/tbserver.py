@@ -79,13 +79,14 @@ class TensorBoard:
         self.stop()
 
 
-def wait_for(fn, timeout: float = 60, interval: float = 0.3):
-    """Poll fn() until it returns a truthy value; return it (or raise TimeoutError)."""
+def wait_for(fn, timeout: float = 60, interval: float = 0.3, sleep=time.sleep):
+    """Poll fn() until it returns a truthy value; return it (or raise TimeoutError).
+    ``sleep(seconds)`` waits between polls (the browser tests let the page run meanwhile)."""
     end = time.time() + timeout
     last = None
     while time.time() < end:
         last = fn()
         if last:
             return last
-        time.sleep(interval)
+        sleep(interval)
     raise TimeoutError(f"condition not met in {timeout}s (last: {last!r})")

@@ -18,6 +18,7 @@ import pytest
 from browser_util import (CHROMIUM, IFRAME, LAUNCH_ARGS, VSCODE_SIM, ConsoleWatch, column_keys, frame_of, hash_params,
                           headers, num, plugin_frame, serve_html, shoot, table_rows)
 from conftest import ROOT, SAMPLES
+import tbserver
 from tbserver import TensorBoard
 
 playwright_api = pytest.importorskip("playwright.sync_api", reason="playwright (Python) is not installed")
@@ -45,19 +46,16 @@ def planted(i: int) -> dict:
     return next(p for p in expected()["planted"] if p["id"] == i)
 
 
+def _page_sleep(seconds: float) -> None:
+    if _PAGE is not None and not _PAGE.is_closed():
+        _PAGE.wait_for_timeout(seconds * 1000)      # let Playwright dispatch page events meanwhile
+    else:
+        time.sleep(seconds)
+
+
 def wait_for(fn, timeout: float = 20, interval: float = 0.1):
     """Poll fn() until truthy, letting Playwright dispatch page events meanwhile."""
-    end = time.time() + timeout
-    last = None
-    while time.time() < end:
-        last = fn()
-        if last:
-            return last
-        if _PAGE is not None and not _PAGE.is_closed():
-            _PAGE.wait_for_timeout(interval * 1000)
-        else:
-            time.sleep(interval)
-    raise TimeoutError(f"condition not met in {timeout}s (last: {last!r})")
+    return tbserver.wait_for(fn, timeout, interval, sleep=_page_sleep)
 
 
 @pytest.fixture(scope="module")
