@@ -146,14 +146,20 @@ def selected_sheets(args):
     return chosen or None
 
 
-def load_sides(base_spec, target_spec, progress: Progress, no_cache: bool = False):
-    """Both sides, parsed in two processes at once (through the cache when it has them)."""
-    import os as _os
-    from concurrent.futures import ThreadPoolExecutor
-    from .store import load_profile, make_backends
+def start_backends(no_cache: bool = False):
+    """(cache, pool) for this run; the parser processes' fork server starts at once, so its
+    imports overlap the resolving of both paths."""
+    from .store import make_backends
     if no_cache:
-        _os.environ["TB_COMPARE_CACHE"] = "0"
-    cache, pool = make_backends(workers=2)
+        os.environ["TB_COMPARE_CACHE"] = "0"
+    return make_backends(workers=2, start=True)
+
+
+def load_sides(base_spec, target_spec, progress: Progress, backends):
+    """Both sides, parsed in two processes at once (through the cache when it has them)."""
+    from concurrent.futures import ThreadPoolExecutor
+    from .store import load_profile
+    cache, pool = backends
     fracs = [0.0, 0.0]
 
     def prog(i):
@@ -174,16 +180,22 @@ def load_sides(base_spec, target_spec, progress: Progress, no_cache: bool = Fals
 
 
 def run(args) -> int:
-    from .comparison import Comparison, Options, Side
+    backends = start_backends(args.no_cache)        # first: its imports overlap ours
+    try:
+        opts = make_options(args)
+        base_spec = resolve(args.baseline, args.base_rank, "baseline")
+        target_spec = resolve(args.target, args.target_rank, "target")
+    except BaseException:
+        if backends[1] is not None:
+            backends[1].shutdown()
+        raise
+    from .comparison import Comparison, Side
     from .presenters.overall_json import overall_payload
     from .presenters.cli_text import overview_table
     from .http import dumps
 
-    base_spec = resolve(args.baseline, args.base_rank, "baseline")
-    target_spec = resolve(args.target, args.target_rank, "target")
     progress = Progress(not args.no_progress)
-    base, target = load_sides(base_spec, target_spec, progress, args.no_cache)
-    opts = make_options(args)
+    base, target = load_sides(base_spec, target_spec, progress, backends)
     cmp = Comparison(base, target, opts, Side(base_spec.run, base_spec.name, base_spec.root),
                      Side(target_spec.run, target_spec.name, target_spec.root))
     payload = overall_payload(cmp)

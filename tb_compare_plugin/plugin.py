@@ -68,7 +68,7 @@ class ProfileComparePlugin(base_plugin.TBPlugin):
                     importlib.import_module(f"tb_compare_plugin.engines.{mod}")
                 importlib.import_module("tb_compare_plugin.presenters.xlsx_workbook")
                 from .store import make_backends
-                self._backends = make_backends(self._logdir)
+                self._backends = make_backends(self._logdir, start=True)   # fork server warms while the user picks
                 self._store.disk_cache, self._store.pool = self._backends
 
     def is_active(self):

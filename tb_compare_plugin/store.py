@@ -157,10 +157,14 @@ def load_profile(spec, progress=None, pool=None, cache=None):
     return prof
 
 
-def make_backends(logdir: str | None = None, workers: int = 2):
-    """(cache, pool) as configured by the environment; either may be None."""
-    from .cache import ProfileCache, enabled
+def make_backends(logdir: str | None = None, workers: int = 2, start: bool = False):
+    """(cache, pool) as configured by the environment; either may be None.  ``start``: start
+    the parser processes' fork server first, so its imports overlap the cache's (numpy, pandas)."""
     from .parsepool import ParsePool, processes_enabled
+    pool = ParsePool(workers) if processes_enabled() else None
+    if pool is not None and start:
+        pool.start()
+    from .cache import ProfileCache, enabled
     cache = None
     if enabled():
         try:
@@ -168,7 +172,8 @@ def make_backends(logdir: str | None = None, workers: int = 2):
         except ValueError as e:
             import logging
             logging.getLogger(__name__).warning("profile_compare: cache disabled: %s", e)
-    pool = ParsePool(workers, cache) if processes_enabled() else None
+    if pool is not None:
+        pool.cache = cache
     return cache, pool
 
 

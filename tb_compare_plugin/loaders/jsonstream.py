@@ -11,8 +11,9 @@ How cuts are found: near each chunk target the reader takes the next ``}``-``,``
 (with any whitespace).  Such a cut can sit inside a string (minified files) or inside a nested
 object; both make ``[`` + chunk + ``]`` fail to decode with "truncated", in which case the chunk is
 extended to a later candidate.  A decode error other than truncation is a real JSON error and is
-reported with its absolute byte offset.  The views point into a reusable bytearray: ``decode`` must
-not keep references into them (msgspec ``Raw`` values must be converted before it returns).
+reported with its absolute byte offset.  The views point into a reusable bytearray, or into the
+file mapped copy-on-write when it is big and plain (:mod:`.bytesource`): ``decode`` must not keep
+references into them (msgspec ``Raw`` values must be converted before it returns).
 
 :func:`read_head` is the cheap variant for discovery: it looks at most ``limit`` decompressed bytes.
 """
@@ -20,17 +21,14 @@ from __future__ import annotations
 
 import gc
 import re
-import zlib
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Optional
 
 import msgspec
 
+from .bytesource import ByteSource, drop_behind, fmt as _fmt
 from .errors import LoadError
 
-GZIP_MAGIC = b"\x1f\x8b"
-READ_BLOCK = 1 << 20            # compressed / plain bytes read per call
-INFLATE_BLOCK = 4 << 20         # most decompressed bytes produced per inflate call
 # Small chunks keep each chunk's decoded events cache-resident while they are turned into
 # columns: 1 MB chunks measured ~30% faster than 48 MB ones, and use less memory.
 DEFAULT_CHUNK = 1 << 20
@@ -43,88 +41,7 @@ _WS = b" \t\r\n"
 TOO_DEEP = "arrays/objects inside each other about 1,000 levels deep; no profiler writes that"
 
 
-def _fmt(n: int) -> str:
-    return f"{n:,}"
-
-
-class ByteSource:
-    """Yields the decompressed bytes of a file in blocks; counts raw bytes read for progress."""
-
-    def __init__(self, path: str, limit: Optional[int] = None) -> None:
-        self.path = path
-        self.limit = limit            # stop after this many output bytes (peek)
-        try:
-            self._f = open(path, "rb")
-        except OSError as e:
-            raise LoadError(path, f"cannot open the file ({e.strerror or e})") from None
-        self._f.seek(0, 2)
-        self.size = self._f.tell()
-        self._f.seek(0)
-        self.raw_read = 0
-        self.out = 0
-        self.eof = False
-        magic = self._f.read(2)
-        self._f.seek(0)
-        self.gzip = magic == GZIP_MAGIC
-        self._z = zlib.decompressobj(wbits=31) if self.gzip else None
-        self._pending = b""          # compressed input not yet consumed by inflate
-
-    def close(self) -> None:
-        self._f.close()
-
-    def _inflate_error(self, what: str) -> LoadError:
-        return LoadError(self.path, f"the gzip data is {what} (after {_fmt(self.raw_read)} compressed bytes, "
-                                    f"{_fmt(self.out)} bytes decompressed)")
-
-    def read(self) -> bytes:
-        """Next block of output bytes, b"" at the end."""
-        if self.eof:
-            return b""
-        if self.limit is not None and self.out >= self.limit:
-            self.eof = True
-            return b""
-        if not self.gzip:
-            n = READ_BLOCK if self.limit is None else min(READ_BLOCK, self.limit - self.out)
-            data = self._f.read(n)
-            self.raw_read += len(data)
-            self.out += len(data)
-            if not data:
-                self.eof = True
-            return data
-        while True:
-            z = self._z
-            if z.unconsumed_tail:
-                src = z.unconsumed_tail
-            elif self._pending:
-                src, self._pending = self._pending, b""
-            else:
-                src = self._f.read(READ_BLOCK if self.limit is None else 64 << 10)
-                self.raw_read += len(src)
-                if not src:
-                    if not z.eof:
-                        raise self._inflate_error("truncated")
-                    self.eof = True
-                    return b""
-            if z.eof:                   # a further gzip member (concatenated .gz)
-                if not src.strip(b"\x00"):
-                    continue
-                self._z = z = zlib.decompressobj(wbits=31)
-            cap = INFLATE_BLOCK if self.limit is None else max(1, min(INFLATE_BLOCK, self.limit - self.out))
-            try:
-                out = z.decompress(src, cap)
-            except zlib.error:
-                raise self._inflate_error("corrupt") from None
-            if z.eof and z.unused_data:
-                self._pending = z.unused_data
-            if out:
-                self.out += len(out)
-                return out
-
-    def fraction(self) -> float:
-        return min(1.0, self.raw_read / self.size) if self.size else 1.0
-
-
-def _find_events_start(buf: bytes | bytearray, path: str, complete: bool) -> tuple[str, int, int]:
+def _find_events_start(buf, path: str, complete: bool, end: Optional[int] = None) -> tuple[str, int, int]:
     """Locate the events array.  Returns (mode, key_start, bracket_index).
 
     mode "object": ``"traceEvents": [`` at depth 1 (key_start = offset of the key's quote);
@@ -132,7 +49,7 @@ def _find_events_start(buf: bytes | bytearray, path: str, complete: bool) -> tup
     mode "more": not found yet, read more.  Raises LoadError when it cannot be a trace.
     """
     i = 3 if buf[:3] == b"\xef\xbb\xbf" else 0      # UTF-8 byte order mark
-    n = len(buf)
+    n = len(buf) if end is None else min(len(buf), end)
     while i < n and buf[i] in _WS:
         i += 1
     if i == n:
@@ -146,7 +63,7 @@ def _find_events_start(buf: bytes | bytearray, path: str, complete: bool) -> tup
         raise LoadError(path, f"not a JSON trace: the file starts with {bytes(buf[i:i + 16])!r} "
                               "instead of '{' or '['")
     depth = 0
-    for m in _TOKEN.finditer(buf, i):
+    for m in _TOKEN.finditer(buf, i, n):
         tok = m.group()
         c = tok[0]
         if c == 0x22:           # '"'
@@ -242,18 +159,26 @@ def iter_event_chunks(path: str, decode: Callable[[memoryview], Any], chunk_byte
     """
     res = result if result is not None else StreamResult()
     src = ByteSource(path)
+    mapped = src.map()                                # big plain file: decoded in place
+    st = None
     try:
-        buf = bytearray()
+        buf = mapped if mapped is not None else bytearray()
         while True:                                   # 1. the head: find the array
             data = src.read()
             if data:
                 buf += data
-            mode, key_at, lb = _find_events_start(buf, path, complete=src.eof)
+            if mapped is None:
+                mode, key_at, lb = _find_events_start(buf, path, complete=src.eof)
+            else:
+                mode, key_at, lb = _find_events_start(buf, path, len(buf) <= HEAD_LIMIT, HEAD_LIMIT)
+                if mode == "more":
+                    raise LoadError(path, f"not a trace: no \"traceEvents\" array in the first "
+                                          f"{_fmt(HEAD_LIMIT)} bytes")
             if mode != "more":
                 break
         res.mode = mode
         head_outside = _head_dict(bytes(buf[:key_at]), path) if mode == "object" else {}
-        st = _State(buf, lb, path, decode)
+        st = _State(buf, lb, path, decode, mapped=mapped is not None)
 
         search_from = st.cstart + chunk_bytes          # 2. the body, cut by cut
         fails = 0
@@ -269,7 +194,7 @@ def iter_event_chunks(path: str, decode: Callable[[memoryview], Any], chunk_byte
                     st.feed(src.read())
                     continue
                 break
-            comma = buf.index(b",", m.start())
+            comma = buf.find(b",", m.start())
             status, value = st.run(comma)
             if status == "ok":
                 res.chunks += 1
@@ -278,7 +203,7 @@ def iter_event_chunks(path: str, decode: Callable[[memoryview], Any], chunk_byte
                 search_from = st.cstart + chunk_bytes
                 fails = 0
                 if progress is not None:
-                    progress(src.fraction())
+                    progress(st.done_fraction(src))
                 continue
             if status == "trailing":                  # the array ended before this cut
                 break
@@ -299,19 +224,29 @@ def iter_event_chunks(path: str, decode: Callable[[memoryview], Any], chunk_byte
         if progress is not None:
             progress(1.0)
     finally:
+        if st is not None:
+            st.buf = None
+        buf = None
+        if mapped is not None:
+            try:
+                mapped.close()
+            except BufferError:          # a decode kept a view: the mapping goes with it
+                pass
         src.close()
 
 
 class _State:
     """The buffer, the absolute offset of its first byte and the start of the next chunk."""
 
-    def __init__(self, buf: bytearray, cstart: int, path: str, decode) -> None:
-        self.buf = buf
+    def __init__(self, buf, cstart: int, path: str, decode, mapped: bool = False) -> None:
+        self.buf = buf                # a bytearray, or the whole file mapped (then base stays 0)
         self.base = 0
         self.cstart = cstart          # buf[cstart] is '[' or the ',' before the next event
         self.path = path
         self.decode = decode
         self.tail_outside: dict = {}
+        self.mapped = mapped
+        self.dropped = 0              # mapped: pages before this offset were given back
 
     def feed(self, data: bytes) -> None:
         if data:
@@ -319,9 +254,18 @@ class _State:
 
     def consume(self, comma: int) -> None:
         """Drop the bytes of a decoded chunk; the ',' at ``comma`` becomes the next '[' slot."""
+        if self.mapped:
+            self.cstart = comma
+            self.dropped = drop_behind(self.buf, self.dropped, comma)
+            return
         del self.buf[:comma]
         self.base += comma
         self.cstart = 0
+
+    def done_fraction(self, src: ByteSource) -> float:
+        if self.mapped:
+            return min(1.0, self.cstart / src.size) if src.size else 1.0
+        return src.fraction()
 
     def run(self, close: int) -> tuple[str, Any]:
         """Decode buf[cstart:close+1] with '[' and ']' written over its first and last byte."""
@@ -362,7 +306,8 @@ class _State:
             try:
                 view.release()
             except BufferError:
-                self.buf = bytearray(self.buf)
+                self.buf = bytearray(self.buf)       # (mapped: the file's bytes, copied once)
+                self.mapped = False
 
 
 def _finish(st: _State, mode: str, path: str):

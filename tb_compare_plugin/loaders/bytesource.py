@@ -1,0 +1,130 @@
+"""The bytes of a trace file, plain or gzip: streamed in blocks, or mapped whole.
+
+:class:`ByteSource` yields the decompressed bytes of a file block by block (gzip detected by its
+magic bytes, stream-decompressed, concatenated members allowed) and counts the raw bytes read for
+progress.  For a large plain file, :meth:`ByteSource.map` instead maps it copy-on-write: the JSON
+reader then decodes chunks in place, with no read or buffer copies, and drops the pages it has
+finished with (:func:`drop_behind`) so its resident memory stays bounded.
+"""
+from __future__ import annotations
+
+import mmap
+import zlib
+from typing import Optional
+
+from .errors import LoadError
+
+GZIP_MAGIC = b"\x1f\x8b"
+READ_BLOCK = 1 << 20            # compressed / plain bytes read per call
+INFLATE_BLOCK = 4 << 20         # most decompressed bytes produced per inflate call
+MAP_MIN = 8 << 20               # plain files at least this big are mapped instead of read
+DROP_EVERY = 64 << 20           # give finished pages back to the system this often
+
+
+def fmt(n: int) -> str:
+    return f"{n:,}"
+
+
+class ByteSource:
+    """Yields the decompressed bytes of a file in blocks; counts raw bytes read for progress."""
+
+    def __init__(self, path: str, limit: Optional[int] = None) -> None:
+        self.path = path
+        self.limit = limit            # stop after this many output bytes (peek)
+        try:
+            self._f = open(path, "rb")
+        except OSError as e:
+            raise LoadError(path, f"cannot open the file ({e.strerror or e})") from None
+        self._f.seek(0, 2)
+        self.size = self._f.tell()
+        self._f.seek(0)
+        self.raw_read = 0
+        self.out = 0
+        self.eof = False
+        magic = self._f.read(2)
+        self._f.seek(0)
+        self.gzip = magic == GZIP_MAGIC
+        self._z = zlib.decompressobj(wbits=31) if self.gzip else None
+        self._pending = b""          # compressed input not yet consumed by inflate
+
+    def close(self) -> None:
+        self._f.close()
+
+    def _inflate_error(self, what: str) -> LoadError:
+        return LoadError(self.path, f"the gzip data is {what} (after {fmt(self.raw_read)} compressed bytes, "
+                                    f"{fmt(self.out)} bytes decompressed)")
+
+    def read(self) -> bytes:
+        """Next block of output bytes, b"" at the end."""
+        if self.eof:
+            return b""
+        if self.limit is not None and self.out >= self.limit:
+            self.eof = True
+            return b""
+        if not self.gzip:
+            n = READ_BLOCK if self.limit is None else min(READ_BLOCK, self.limit - self.out)
+            data = self._f.read(n)
+            self.raw_read += len(data)
+            self.out += len(data)
+            if not data:
+                self.eof = True
+            return data
+        while True:
+            z = self._z
+            if z.unconsumed_tail:
+                src = z.unconsumed_tail
+            elif self._pending:
+                src, self._pending = self._pending, b""
+            else:
+                src = self._f.read(READ_BLOCK if self.limit is None else 64 << 10)
+                self.raw_read += len(src)
+                if not src:
+                    if not z.eof:
+                        raise self._inflate_error("truncated")
+                    self.eof = True
+                    return b""
+            if z.eof:                   # a further gzip member (concatenated .gz)
+                if not src.strip(b"\x00"):
+                    continue
+                self._z = z = zlib.decompressobj(wbits=31)
+            cap = INFLATE_BLOCK if self.limit is None else max(1, min(INFLATE_BLOCK, self.limit - self.out))
+            try:
+                out = z.decompress(src, cap)
+            except zlib.error:
+                raise self._inflate_error("corrupt") from None
+            if z.eof and z.unused_data:
+                self._pending = z.unused_data
+            if out:
+                self.out += len(out)
+                return out
+
+    def fraction(self) -> float:
+        return min(1.0, self.raw_read / self.size) if self.size else 1.0
+
+    def map(self) -> Optional[mmap.mmap]:
+        """The whole plain file mapped copy-on-write (writable, never written back), or None
+        (gzip, small, or the system refuses).  The source then counts as read to its end."""
+        if self.gzip or self.limit is not None or self.size < MAP_MIN:
+            return None
+        try:
+            m = mmap.mmap(self._f.fileno(), 0, access=mmap.ACCESS_COPY)
+        except (OSError, ValueError, OverflowError):
+            return None
+        if hasattr(m, "madvise") and hasattr(mmap, "MADV_SEQUENTIAL"):
+            m.madvise(mmap.MADV_SEQUENTIAL)
+        self.out = self.size
+        self.eof = True
+        return m
+
+
+def drop_behind(m: mmap.mmap, done: int, upto: int) -> int:
+    """Give the mapped pages of bytes [done, upto) back to the system (they were decoded);
+    returns the new ``done``.  Pages stay in the page cache; only this process lets them go."""
+    end = upto - upto % mmap.PAGESIZE
+    if end - done < DROP_EVERY or not hasattr(mmap, "MADV_DONTNEED"):
+        return done
+    try:
+        m.madvise(mmap.MADV_DONTNEED, done, end - done)
+    except (OSError, ValueError):
+        return upto
+    return end
