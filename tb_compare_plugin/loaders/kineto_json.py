@@ -55,6 +55,15 @@ class _Memo(dict):
         return v
 
 
+class _FlowEnd(dict):
+    """ph -> 1 for a flow start ("s"), 2 for its end ("f"), 0 for anything else."""
+    def __missing__(self, key):
+        return 0
+
+
+FLOW_END = _FlowEnd(s=1, f=2)
+
+
 class _Rows:
     """Per-chunk columns of the kept events (class, ts, cat symbol, dur, pid, tid)."""
     __slots__ = ("cls", "ts", "cat", "dur", "pid", "tid")
@@ -197,16 +206,19 @@ class _Collector:
             return
         catsym = np.array(self.cat_sym, np.int32)[code]
 
-        def pick(*codes):
-            """(rows of this chunk, their events, their columns) for the event classes ``codes``."""
-            m = np.isin(cls, codes) if len(codes) > 1 else (cls == codes[0])
+        def pick(*codes, dur=True):
+            """(their events, their columns) for the event classes ``codes`` (None: no such event)."""
+            m = cls == codes[0]
+            for c in codes[1:]:
+                m |= cls == c
             idx = np.flatnonzero(m)
-            sub = [evs[i] for i in idx.tolist()]
             if not len(idx):
-                return sub, None
+                return [], None
+            sub = [evs[i] for i in idx.tolist()]
             r = _Rows(cls[idx], ts[idx], catsym[idx])
-            r.dur, _ = times_ns([e.dur for e in sub])
-            r.dur[r.dur < 0] = 0
+            if dur:
+                r.dur, _ = times_ns([e.dur for e in sub])
+                r.dur[r.dur < 0] = 0
             r.pid = self._ids([e.pid for e in sub])
             r.tid = self._ids([e.tid for e in sub])
             return sub, r
@@ -224,15 +236,15 @@ class _Collector:
                       start_ns=r.ts, dur_ns=r.dur, pid=r.pid, tid=r.tid,
                       py_id=ints([a.py_id for a in args]), py_parent=ints([a.py_parent for a in args]))
         for c, table in ((C_FLOW, "_flows"), (C_FWDBWD, "_fwdbwd")):
-            evf, r = pick(c)
+            evf, r = pick(c, dur=False)
             if r is not None:
-                ph = np.array([e.ph for e in evf], dtype=object)
-                is_s = ph == "s"
-                sel = np.flatnonzero(is_s | (ph == "f"))
+                ph = np.fromiter(map(FLOW_END.__getitem__, [e.ph for e in evf]), np.int8, len(evf))
+                is_s = ph == 1
+                sel = np.flatnonzero(ph > 0)
                 ids = ints([e.id for e in evf])
                 self._put(table, len(sel), is_s=is_s[sel].astype(bool), id=ids[sel],
                           ts=r.ts[sel], pid=r.pid[sel], tid=r.tid[sel])
-        evm, r = pick(C_MEM)
+        evm, r = pick(C_MEM, dur=False)
         if r is not None:
             args = [e.args for e in evm]
             self._put("_mem", len(evm), ts=r.ts, pid=r.pid, tid=r.tid,
