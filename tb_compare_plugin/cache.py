@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from . import __version__
-from .model import Profile, ProfileMeta, SCHEMAS, SymbolTable
+from .model import Profile, ProfileMeta, SymbolTable
 
 log = logging.getLogger(__name__)
 FORMAT_VERSION = 1
@@ -67,6 +67,9 @@ class ProfileCache:
     # -- profiles ------------------------------------------------------------------------------
     def _entry(self, key: str) -> str:
         return os.path.join(self.root, key)
+
+    def entry_path(self, fingerprint) -> str:
+        return self._entry(key_of(fingerprint))
 
     def has(self, fingerprint) -> bool:
         return os.path.exists(os.path.join(self._entry(key_of(fingerprint)), "meta.json"))

@@ -12,9 +12,11 @@ Without a usable cache the child sends the profile back through the pipe instead
 """
 from __future__ import annotations
 
+import atexit
 import logging
 import multiprocessing as mp
 import os
+import shutil
 import tempfile
 import threading
 import time
@@ -39,8 +41,10 @@ def crash_marker(root: str) -> str:
     return os.path.join(tempfile.gettempdir(), "tbc-test-crash-" + hashlib.sha1(root.encode()).hexdigest())
 
 
-def _child_parse(fmt: str, root: str, fingerprint, cache_root: str | None, progress_path: str):
-    """Runs in the child: parse, store in the cache, return where it went."""
+def _child_parse(fmt: str, root: str, fingerprint, cache_root: str | None, progress_path: str,
+                 handoff_root: str | None = None):
+    """Runs in the child: parse, store in the cache (or, without one, in the hand-off folder),
+    return where it went; the profile itself is pickled back only when neither can be written."""
     from . import loaders
     from .cache import ProfileCache
 
@@ -64,7 +68,20 @@ def _child_parse(fmt: str, root: str, fingerprint, cache_root: str | None, progr
         cache = ProfileCache(cache_root)
         if cache.put(fingerprint, prof):
             return ("cache", None)
+    elif handoff_root is not None and ProfileCache(handoff_root, max_bytes=1 << 62).put(("handoff", progress_path), prof):
+        return ("handoff", None)
     return ("profile", prof)
+
+
+def _scratch_dir() -> str:
+    """A private folder for progress files and hand-offs: in memory (/dev/shm) when possible,
+    where writing the columns and mapping them back costs less than pickling them through a pipe."""
+    for base in ("/dev/shm", None):
+        try:
+            return tempfile.mkdtemp(prefix="tbc-pool-", dir=base)
+        except OSError:
+            continue
+    return tempfile.mkdtemp(prefix="tbc-pool-")
 
 
 class ParsePool:
@@ -75,7 +92,8 @@ class ParsePool:
         self.cache = cache
         self._pool: ProcessPoolExecutor | None = None
         self._lock = threading.Lock()
-        self._progress_dir = tempfile.mkdtemp(prefix="tbc-progress-")
+        self._progress_dir = _scratch_dir()
+        atexit.register(shutil.rmtree, self._progress_dir, True)
 
     def _executor(self) -> ProcessPoolExecutor:
         with self._lock:
@@ -112,7 +130,8 @@ class ParsePool:
         os.close(fd)
         try:
             for attempt in range(retries + 1):
-                fut = self._executor().submit(_child_parse, fmt, root, fingerprint, cache_root, ppath)
+                fut = self._executor().submit(_child_parse, fmt, root, fingerprint, cache_root, ppath,
+                                              self._progress_dir)
                 while True:
                     try:
                         kind, prof = fut.result(timeout=0.25)
@@ -139,6 +158,8 @@ class ParsePool:
                     if got is None:
                         raise LoadError(root, "the parsed profile vanished from the cache")
                     return got
+                if kind == "handoff":
+                    return self._take_handoff(root, ppath)
                 return prof
         finally:
             try:
@@ -146,5 +167,20 @@ class ParsePool:
             except OSError:
                 pass
 
+    def _take_handoff(self, root: str, ppath: str):
+        """Map the profile a child left in the hand-off folder, then delete its files (the
+        mappings keep the data until the profile is dropped)."""
+        from .cache import ProfileCache
+        hand = ProfileCache(self._progress_dir, max_bytes=1 << 62)
+        fp = ("handoff", ppath)
+        try:
+            got = hand.get(fp)
+        finally:
+            shutil.rmtree(hand.entry_path(fp), ignore_errors=True)
+        if got is None:
+            raise LoadError(root, "the parser process's result could not be read back")
+        return got
+
     def shutdown(self) -> None:
         self._reset()
+        shutil.rmtree(self._progress_dir, ignore_errors=True)

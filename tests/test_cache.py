@@ -100,3 +100,21 @@ def test_parse_pool_and_dead_child(tmp_path, monkeypatch):
 
 def test_key_depends_on_files():
     assert key_of(("a", 1)) != key_of(("a", 2))
+
+
+def test_parse_pool_without_cache_hands_off_through_scratch_files():
+    """With no cache, the child leaves the columns in the pool's scratch folder (in memory when
+    /dev/shm exists) and the parent maps them: same profile, nothing left behind."""
+    pool = ParsePool(1, None)
+    scratch = pool._progress_dir
+    try:
+        (spec,) = classify_path(str(GPU))
+        a = pool.parse(spec.format, spec.root, spec.fingerprint)
+        b = pool.parse(spec.format, spec.root, spec.fingerprint)      # same worker twice: no clash
+        same_profile(a, loaders.load("trace-json", str(GPU)))
+        same_profile(b, a)
+        left = [os.path.join(d, f) for d, _, fs in os.walk(scratch) for f in fs]
+        assert left == []
+    finally:
+        pool.shutdown()
+    assert not os.path.exists(scratch)
