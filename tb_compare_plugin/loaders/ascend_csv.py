@@ -23,7 +23,8 @@ import numpy as np
 import pandas as pd
 
 from ..model import KIND_COMM, KIND_COMPUTE, KIND_MEMCPY, KIND_OTHER, ProfileMeta, SymbolTable, make_table
-from .ascend_columns import intern, ints, objects, ts_ns  # noqa: F401  (ints, ts_ns: re-exported)
+from .ascend_columns import (Texts, as_objects, innermost_ops, intern, ints, objects,  # noqa: F401
+                             per_distinct, plain_text, plain_texts, ts_ns)  # (ints, plain_texts, ts_ns: re-exported)
 from .errors import LoadError
 
 NA_STRINGS = ("", "N/A")
@@ -88,11 +89,6 @@ def read_csv(path: str, required: Iterable[str], optional: Iterable[str],
     return df
 
 
-def _cells(df: pd.DataFrame, col: str) -> list:
-    """A column's cells as stripped strings (non-strings, e.g. a ragged row's NaN, as they are)."""
-    return [v.strip() if type(v) is str else v for v in df[col].to_numpy(dtype=object)]
-
-
 def num(df: pd.DataFrame, col: str) -> np.ndarray:
     """Float column (NaN for missing / 'N/A' / junk / absent column)."""
     if col not in df.columns:
@@ -104,26 +100,27 @@ def num(df: pd.DataFrame, col: str) -> np.ndarray:
 
 
 def ns(df: pd.DataFrame, col: str) -> np.ndarray:
-    """Exact int64 ns from a µs string column; -1 for missing cells or an absent column."""
+    """Exact int64 ns from a µs string column; -1 for missing cells or an absent column.
+    (The cells go in unstripped: ts_ns reads a trailing TAB, and its per-value rules strip.)"""
     if col not in df.columns:
         return np.full(len(df), -1, dtype=np.int64)
-    return ts_ns(_cells(df, col))
+    return ts_ns(df[col].to_numpy(dtype=object).tolist())
 
 
 def text(df: pd.DataFrame, col: str) -> np.ndarray:
     """String column as an object array, missing markers ("", "N/A") -> None."""
     if col not in df.columns:
         return np.full(len(df), None, dtype=object)
-    s = df[col].astype(object)
-    return s.where(~s.isin(NA_STRINGS) & s.notna(), None).to_numpy(dtype=object)
+    codes, uniq = pd.factorize(df[col].to_numpy(dtype=object))  # NaN (a ragged row's cell) -> -1
+    return objects([None if v in NA_STRINGS else v for v in uniq] + [None])[codes]
 
 
 def device_index(values: np.ndarray) -> np.ndarray:
     """'NPU:3' -> 3; anything else -> -1 (worked out once per distinct value)."""
-    codes, uniq = pd.factorize(pd.Series(values, dtype=object).astype(str))
-    s = pd.Series(uniq, dtype=object).str.extract(r":\s*(\d+)\s*$")[0]
+    codes, uniq = pd.factorize(objects(values))                    # None/NaN -> -1: no index
+    s = pd.Series(uniq, dtype=object).astype(str).str.extract(r":\s*(\d+)\s*$")[0]
     lut = pd.to_numeric(s, errors="coerce").fillna(-1).to_numpy(dtype=np.int64)
-    return lut[codes] if len(lut) else np.full(len(codes), -1, dtype=np.int64)
+    return np.append(lut, -1)[codes]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -299,7 +296,7 @@ def match_rows(trace_names: list, trace_start: np.ndarray, csv_names: np.ndarray
     out = np.full(len(trace_start), -1, dtype=np.int64)
     if not len(trace_start) or not len(csv_start):
         return out
-    trace_names, csv_names = plain_texts(trace_names), plain_texts(csv_names)
+    trace_names, csv_names = plain_texts(as_objects(trace_names)), plain_texts(csv_names)
     t = pd.DataFrame({"start": trace_start, "name": pd.Series(trace_names, dtype=object),
                       "trow": np.arange(len(trace_start))})
     c = pd.DataFrame({"start": csv_start, "name": pd.Series(csv_names, dtype=object),
@@ -317,45 +314,25 @@ def match_rows(trace_names: list, trace_start: np.ndarray, csv_names: np.ndarray
     return out
 
 
-def innermost_ops(op_start: np.ndarray, op_end: np.ndarray, op_parent: np.ndarray,
-                  times: np.ndarray) -> np.ndarray:
-    """For each time, the innermost op (row into the given arrays) containing it, or -1.
-
-    The ops are one thread's, nested (``op_parent`` indexes the same arrays).
-    """
-    out = np.full(len(times), -1, dtype=np.int64)
-    if not len(op_start) or not len(times):
-        return out
-    order = np.lexsort((op_start - op_end, op_start))      # ties: the longer (outer) op first
-    pos = np.searchsorted(op_start[order], times, side="right") - 1
-    par = op_parent.tolist()
-    ends = op_end.tolist()
-    for i, (p, t) in enumerate(zip(pos.tolist(), times.tolist())):
-        if p < 0 or t < 0:
-            continue
-        k = int(order[p])
-        while k >= 0 and ends[k] < t:
-            k = par[k]
-        out[i] = k
-    return out
-
-
 # ---------------------------------------------------------------------------------------------
 # the tables built from side files
 
-def plain_texts(values) -> list:
-    """Values as str/None (a mis-typed JSON value, e.g. a list, becomes its text): hashable keys."""
-    return [v if v is None or type(v) is str else str(v) for v in values]
+def _task_class(v) -> int:
+    """kind_of's facts about one task type: its kind, + 8 when it says nothing (None / "Other")."""
+    t = plain_text(v)
+    kind = KIND_COMPUTE if t in COMPUTE_TASKS else KIND_MEMCPY if t in MEMCPY_TASKS else KIND_OTHER
+    return kind + 8 * (t is None or t == "Other")
 
 
-def kind_of(task_types: list, accel: np.ndarray) -> np.ndarray:
-    task_types, accel = plain_texts(task_types), plain_texts(accel)
-    kind = np.array([KIND_COMPUTE if t in COMPUTE_TASKS else KIND_MEMCPY if t in MEMCPY_TASKS else KIND_OTHER
-                     for t in task_types], dtype=np.int8)
-    by_core = np.array([KIND_COMPUTE if a in COMPUTE_TASKS else KIND_COMM if a == "HCCL" else KIND_OTHER
-                        for a in accel], dtype=np.int8)
-    unknown = np.array([t is None or t == "Other" for t in task_types], dtype=bool)
-    return np.where(unknown & (by_core != KIND_OTHER), by_core, kind).astype(np.int8)
+def _core_kind(v) -> int:
+    a = plain_text(v)
+    return KIND_COMPUTE if a in COMPUTE_TASKS else KIND_COMM if a == "HCCL" else KIND_OTHER
+
+
+def kind_of(task_types, accel: np.ndarray) -> np.ndarray:
+    cls = per_distinct(task_types, _task_class, np.int8)
+    by_core = per_distinct(accel, _core_kind, np.int8)
+    return np.where((cls >= 8) & (by_core != KIND_OTHER), by_core, cls & 7).astype(np.int8)
 
 
 def kernels_table(h: dict, sym: SymbolTable, meta: ProfileMeta, kd_path: str | None) -> tuple:
@@ -404,7 +381,8 @@ def kernels_table(h: dict, sym: SymbolTable, meta: ProfileMeta, kd_path: str | N
 
     pad = np.full(ne, -1, dtype=np.int64)
     accel = col("accel_core", None)
-    ttypes = list(h["task_type"]) + [None] * ne
+    ttypes = h["task_type"]
+    ttypes = ttypes.padded(ne) if isinstance(ttypes, Texts) else list(ttypes) + [None] * ne
     csv_dur = col("dur_us", np.nan)[nt:] * 1000.0
     task_id = np.concatenate([ints(h["task_id"]), pad])
     table = make_table(
@@ -423,6 +401,10 @@ def kernels_table(h: dict, sym: SymbolTable, meta: ProfileMeta, kd_path: str | N
     return table, trace_key
 
 
+def _is_cann(name) -> bool:
+    return isinstance(name, str) and name.startswith("cann::")
+
+
 def alloc_ops(ops: pd.DataFrame, sym: SymbolTable, names: np.ndarray, alloc_ns: np.ndarray) -> np.ndarray:
     """Innermost cpu_op of the main thread containing each allocation (cann:: rows: via their
     Dequeue -> Enqueue by correlation id, as the reference does; -1 when not found)."""
@@ -435,7 +417,7 @@ def alloc_ops(ops: pd.DataFrame, sym: SymbolTable, names: np.ndarray, alloc_ns: 
     main = (steps if len(steps) else cpu)["tid"].value_counts().index[0]
     t = alloc_ns.copy()
     deq, enq = ops[cat == sym.lookup("dequeue")], ops[cat == sym.lookup("enqueue")]
-    cann = np.array([isinstance(x, str) and x.startswith("cann::") for x in names], dtype=bool)
+    cann = per_distinct(names, _is_cann, bool)
     if cann.any() and len(deq) and len(enq):
         d = deq.sort_values("start_ns", kind="stable")
         k = np.searchsorted(d["start_ns"].to_numpy(), t[cann], side="right") - 1

@@ -19,7 +19,7 @@ import pandas as pd
 from ..model import KIND_COMPUTE, OVERLAP_KINDS, Profile, ProfileMeta, SymbolTable, make_table
 from ..model.intervals import nest
 from . import ascend_csv as sidefiles
-from .ascend_columns import intern as _intern, ints as _ints, objects
+from .ascend_columns import equals, intern as _intern, ints as _ints, objects, per_distinct
 from .ascend_trace import TRACE, Trace, parse_trace
 from .errors import LoadError
 
@@ -168,7 +168,7 @@ def _host_tables(tr: Trace, sym: SymbolTable, meta: ProfileMeta) -> dict:
     c = tr.b["ops"]
     n = c["n"]
     start, end = c["ts"], c["ts"] + c["dur"]
-    cpu = np.flatnonzero(c["cat"] == "cpu_op")
+    cpu = np.flatnonzero(equals(c["cat"], "cpu_op"))
     parent, depth = _nest_rows(start, end, c["pid"], c["tid"], cpu, n)
     out["ops"] = make_table(
         "ops", n, name=_intern(sym, c["name"]), cat=_intern(sym, c["cat"]), start_ns=start, dur_ns=c["dur"],
@@ -198,6 +198,15 @@ def _op_type(name: str) -> str:
     return t[1] if t[0] == "hcom" and len(t) > 1 else t[0]
 
 
+def _threads(pid: np.ndarray, tid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct (pid, tid) rows in sorted order and each row's index into them
+    (``np.unique(axis=0, return_inverse=True)`` of the pairs, without sorting rows as records)."""
+    pu, pi = np.unique(pid, return_inverse=True)
+    tu, ti = np.unique(tid, return_inverse=True)
+    ku, inv = np.unique(pi.astype(np.int64) * len(tu) + ti, return_inverse=True)
+    return np.stack([pu[ku // max(len(tu), 1)], tu[ku % max(len(tu), 1)]], axis=1), inv.reshape(-1)
+
+
 def _comm_tables(tr: Trace, sym: SymbolTable) -> tuple[pd.DataFrame, pd.DataFrame, tuple]:
     c = tr.b["hccl"]
     # thread -> (is group thread, group name, group key): planes belong to the nearest preceding
@@ -217,10 +226,8 @@ def _comm_tables(tr: Trace, sym: SymbolTable) -> tuple[pd.DataFrame, pd.DataFram
                 info[(pid, t)] = (True,) + cur
             else:
                 info[(pid, t)] = (False,) + cur
-    threads, row_thread = np.unique(np.stack([c["pid"], c["tid"]], axis=1).reshape(-1, 2), axis=0,
-                                    return_inverse=True)
+    threads, row_thread = _threads(c["pid"], c["tid"])
     per = [info.get(k, (False, "", -1)) for k in map(tuple, threads.tolist())]
-    row_thread = row_thread.reshape(-1)
     is_op = np.array([p[0] for p in per], dtype=bool)[row_thread]
     gkey = np.array([p[2] for p in per], dtype=np.int64)[row_thread]
     gsym = _intern(sym, objects([p[1] for p in per])[row_thread])    # interned in row order
@@ -253,11 +260,22 @@ def _comm_tables(tr: Trace, sym: SymbolTable) -> tuple[pd.DataFrame, pd.DataFram
     return comm_ops, comm_tasks, (c["pid"][o], c["tid"][o])
 
 
-def _link(pairs: pd.DataFrame, ops: pd.DataFrame, cpu_cat: int, dev_pid, dev_tid, dev_start) -> tuple:
+def _flow_starts(ops: pd.DataFrame, cpu_cat: int) -> pd.DataFrame:
+    """Where an async_npu flow may start: the innermost cpu_op (row ``orow``) of each
+    (pid_s, tid_s, ts_s) = (pid, tid, start_ns)."""
+    cpu = ops.assign(orow=np.arange(len(ops)))
+    cpu = cpu[cpu["cat"] == cpu_cat]
+    cpu = cpu.sort_values("depth", ascending=False, kind="stable").drop_duplicates(["pid", "tid", "start_ns"])
+    cpu = cpu.rename(columns={"pid": "pid_s", "tid": "tid_s", "start_ns": "ts_s"})
+    return cpu[["pid_s", "tid_s", "ts_s", "orow"]]
+
+
+def _link(pairs: pd.DataFrame, starts: pd.DataFrame, dev_pid, dev_tid, dev_start) -> tuple:
     """async_npu flows -> (launch_op, flow_start_ns) arrays per device row.
 
     A flow end sits on a device row with the same (pid, tid, ts); its start on the innermost
-    cpu_op of the same (pid, tid) starting exactly at the flow-start ts.  Each row is linked once.
+    cpu_op of the same (pid, tid) starting exactly at the flow-start ts (``starts``, see
+    :func:`_flow_starts`).  Each row is linked once.
     """
     n = len(dev_start)
     launch, fstart = np.full(n, -1, dtype=np.int64), np.full(n, -1, dtype=np.int64)
@@ -266,12 +284,7 @@ def _link(pairs: pd.DataFrame, ops: pd.DataFrame, cpu_cat: int, dev_pid, dev_tid
     dev = pd.DataFrame({"pid_f": dev_pid, "tid_f": dev_tid, "ts_f": dev_start, "drow": np.arange(n)})
     dev = dev.drop_duplicates(["pid_f", "tid_f", "ts_f"])
     m = pairs.merge(dev, on=["pid_f", "tid_f", "ts_f"], how="inner").drop_duplicates("drow")
-    cpu = ops.assign(orow=np.arange(len(ops)))
-    cpu = cpu[cpu["cat"] == cpu_cat]
-    cpu = cpu.sort_values("depth", ascending=False, kind="stable").drop_duplicates(["pid", "tid", "start_ns"])
-    cpu = cpu.rename(columns={"pid": "pid_s", "tid": "tid_s", "start_ns": "ts_s"})
-    cpu = cpu[["pid_s", "tid_s", "ts_s", "orow"]]
-    m = m.merge(cpu, on=["pid_s", "tid_s", "ts_s"], how="left")
+    m = m.merge(starts, on=["pid_s", "tid_s", "ts_s"], how="left")
     rows = m["drow"].to_numpy()
     fstart[rows] = m["ts_s"].to_numpy()
     launch[rows] = m["orow"].fillna(-1).to_numpy(dtype=np.int64)
@@ -292,6 +305,10 @@ def _steps(ops: pd.DataFrame, kernels: pd.DataFrame, sym: SymbolTable) -> pd.Dat
     g = k.assign(end=k["start_ns"] + k["dur_ns"]).groupby("step", sort=True)
     return make_table("steps", g.ngroups, step=np.asarray(list(g.groups)), start_ns=g["start_ns"].min().to_numpy(),
                       end_ns=g["end"].max().to_numpy())
+
+
+def _overlap_kind(name) -> int:
+    return OVERLAP_KINDS.index(name) if name in OVERLAP_KINDS else -1
 
 
 def load(root: str, framework: str = "PyTorch", progress=None) -> Profile:
@@ -336,12 +353,12 @@ def load(root: str, framework: str = "PyTorch", progress=None) -> Profile:
                                             None if trace_only else os.path.join(out_dir, "kernel_details.csv"))
     comm_ops, comm_tasks, op_keys = _comm_tables(tr, sym)
     pairs = _flow_pairs(tr.b["npu_flow"], "async_npu", meta.warnings)
-    cpu_cat = sym.lookup("cpu_op")
-    kl, kf = _link(pairs, tables["ops"], cpu_cat, kkey[:, 0], kkey[:, 1], kernels["start_ns"].to_numpy())
+    starts = _flow_starts(tables["ops"], sym.lookup("cpu_op")) if len(pairs) else None
+    kl, kf = _link(pairs, starts, kkey[:, 0], kkey[:, 1], kernels["start_ns"].to_numpy())
     kernels["launch_op"], kernels["flow_start_ns"] = kl, kf
-    comm_ops["launch_op"] = _link(pairs, tables["ops"], cpu_cat, *op_keys, comm_ops["start_ns"].to_numpy())[0]
+    comm_ops["launch_op"] = _link(pairs, starts, *op_keys, comm_ops["start_ns"].to_numpy())[0]
     o = tr.b["ovl"]
-    kind = np.array([OVERLAP_KINDS.index(x) if x in OVERLAP_KINDS else -1 for x in o["name"]], dtype=np.int8)
+    kind = per_distinct(o["name"], _overlap_kind, np.int8)
     keep = kind >= 0
     if not keep.all():
         meta.warnings.append(f"{TRACE}: {int((~keep).sum())} 'Overlap Analysis' event(s) with an unknown name "

@@ -1,10 +1,11 @@
 """Streaming decoder of an Ascend ``trace_view.json`` (a top-level JSON array of trace events).
 
-Owns the event Structs, the chunked decode (~1 MB chunks cut at event boundaries by
-:mod:`.jsonstream`), turning each chunk into :class:`ascend_columns.Field` pieces while its
-decoded objects are dropped, and :class:`Trace`: the columns by role that :mod:`.ascend_text`
-builds tables from.  Memory is bounded by those columns, not by the JSON; the tables equal those
-of a whole-file decode.  Counter events (``ph: "C"``, ~half of a trace) decode to empty structs.
+Owns the chunked decode (~1 MB chunks cut at event boundaries by :mod:`.jsonstream`; the event
+schemas are :mod:`.ascend_events`), turning each chunk into :class:`ascend_columns.Field` pieces
+with one pass per field over its decoded events (which are then dropped), and :class:`Trace`: the
+columns by role that :mod:`.ascend_text` builds tables from.  Memory is bounded by those columns,
+not by the JSON; the tables equal those of a whole-file decode.  Counter events (``ph: "C"``, ~half
+of a trace) decode to empty structs.
 
 Which ``args`` an X event needs depends on its process's role (spec a.5), known only from
 ``process_name`` metadata, which may come anywhere (the profiler writes it mid-file, the bench
@@ -19,7 +20,6 @@ import gc
 import re
 from itertools import compress
 from operator import attrgetter
-from typing import Any, Union
 
 import msgspec
 import numpy as np
@@ -27,95 +27,14 @@ import pandas as pd
 
 from . import jsonstream
 from .ascend_columns import Field, ints as _ints, objects, ts_ns
+from .ascend_events import (DECODER as _DECODER, G_ALL, G_DEV, G_HCCL, G_HW, G_OPS, G_PY, G_SKIP, GROUP_FIELDS,
+                            HCCL as _HCCL, HW as _HW, NO_ARGS, OPS as _OPS, PY as _PY, TEXT as _TEXT,
+                            TYPED_DECODER as _TYPED_DECODER, MetaArgs as _MetaArgs)
 from .errors import LoadError
 
 TRACE = "trace_view.json"
 CHUNK_BYTES = 1 << 20
 
-
-class _Args(msgspec.Struct, gc=False, frozen=True):
-    """The ``args`` keys the loader reads from X events (everything else is skipped by the decoder)."""
-    task_type: Any = msgspec.field(default=None, name="Task Type")
-    task_id: Any = msgspec.field(default=None, name="Task Id")
-    stream_id: Any = msgspec.field(default=None, name="Stream Id")
-    phys_stream_id: Any = msgspec.field(default=None, name="Physic Stream Id")
-    connection_id: Any = None
-    input_dims: Any = msgspec.field(default=None, name="Input Dims")
-    input_type: Any = msgspec.field(default=None, name="Input type")
-    call_stack: Any = msgspec.field(default=None, name="Call stack")
-    seq: Any = msgspec.field(default=None, name="Sequence number")
-    py_id: Any = msgspec.field(default=None, name="Python id")
-    py_parent: Any = msgspec.field(default=None, name="Python parent id")
-    correlation_id: Any = None
-    hccl_task_type: Any = msgspec.field(default=None, name="task type")
-    transport: Any = msgspec.field(default=None, name="transport type")
-    size: Any = msgspec.field(default=None, name="size(Byte)")
-    src_rank: Any = msgspec.field(default=None, name="src rank")
-    dst_rank: Any = msgspec.field(default=None, name="dst rank")
-
-
-_NOARGS = _Args()
-
-
-class _MetaArgs(msgspec.Struct, gc=False):
-    name: Any = None
-    sort_index: Any = None
-
-
-# Events are a union tagged by "ph": only X, M and flow s/f events carry decoded fields; every other
-# phase decodes to an empty struct, its values skipped unread.  ``_k`` tells the phases apart.
-class _Event(msgspec.Struct, gc=False, tag_field="ph"):
-    _k = 0
-
-
-class _X(_Event, tag="X"):                      # field order = msgspec.structs.astuple order
-    _k = 1
-    pid: Any = None
-    tid: Any = None
-    ts: Any = None
-    dur: Any = None
-    name: Any = None
-    cat: Any = None
-    args: _Args | None = _NOARGS
-
-
-class _M(_Event, tag="M"):
-    _k = 2
-    name: Any = None
-    pid: Any = None
-    tid: Any = None
-    args: _MetaArgs | None = None
-
-
-class _S(_Event, tag="s"):
-    _k = 3
-    pid: Any = None
-    tid: Any = None
-    ts: Any = None
-    id: Any = None
-    cat: Any = None
-
-
-class _F(_S, tag="f"):
-    _k = 4
-
-
-_OTHER_PHASES = [type(f"_Ph{ord(p)}", (_Event,), {}, tag=p)
-                 for p in "ABCDEFGHIJKLNOPQRTUVWYZabcdeghijklmnopqrtuvwxyz"]
-_DECODER = msgspec.json.Decoder(list[Union[tuple([_X, _M, _S, _F] + _OTHER_PHASES)]])  # type: ignore[misc]
-_KIND = attrgetter("_k")
-_astuple = msgspec.structs.astuple
-
-# args fields per table kind; "s" = text (interned later), else numbers (ascend_csv.ints)
-_HW = ("task_type", "task_id", "stream_id", "phys_stream_id", "connection_id")
-_HCCL = ("hccl_task_type", "transport", "size", "src_rank", "dst_rank")
-_OPS = ("input_dims", "input_type", "call_stack", "seq", "correlation_id")
-_PY = ("py_id", "py_parent")
-_TEXT = frozenset({"task_type", "hccl_task_type", "transport", "input_dims", "input_type", "call_stack"})
-# storage groups of X events: which args fields a chunk keeps for them
-G_SKIP, G_HW, G_HCCL, G_OPS, G_PY, G_DEV, G_ALL = range(7)
-_GROUP_FIELDS = {G_HW: _HW, G_HCCL: _HCCL, G_OPS: _OPS, G_PY: _PY, G_DEV: _HW + _HCCL,
-                 G_ALL: _HW + _HCCL + _OPS + _PY}
 _KIND_FIELDS = {"hw": (_HW, (G_HW, G_DEV, G_ALL)), "hccl": (_HCCL, (G_HCCL, G_DEV, G_ALL)),
                 "ops": (_OPS, (G_OPS, G_ALL)), "py": (_PY, (G_PY, G_ALL)), "ovl": ((), ())}
 _CAT_CLASS = {"cpu_op": 1, "enqueue": 1, "dequeue": 1, "python_function": 2}   # else 0
@@ -123,6 +42,7 @@ _FLOW_CLASS = {"async_npu": 1, "fwdbwd": 2}
 _ROLES = {"Ascend Hardware": "hw", "HCCL": "hccl", "Communication": "hccl", "Overlap Analysis": "ovl"}
 _ROLE_CODE = {"hw": 1, "hccl": 2, "ovl": 3}                                       # host 0
 _NONE_T = type(None)
+_KIND = attrgetter("_k")
 
 
 def _role_code(process_name) -> int:
@@ -159,21 +79,27 @@ class _Collector:
         self.x_group: list = []
         self.cat_class: list = []         # class of each "cat" vocabulary entry (X events)
         self.fl_class: list = []          # the same for flow events
-        self.args = {f: Field() for f in _GROUP_FIELDS[G_ALL]}
+        self.args = {f: Field() for f in GROUP_FIELDS[G_ALL]}
         self.fl = {k: Field() for k in ("pid", "tid", "cat", "id")}
         self.fl_ts: list = []
         self.fl_f: list = []
         self.fl_cls: list = []
 
     def __call__(self, view) -> None:
+        typed = True                                  # (see ascend_events: the same values either way)
         try:
-            evs = _DECODER.decode(view)
-        except msgspec.ValidationError as exc:
-            self._layout_error(view, str(exc))
-        self.n_events += len(evs)
-        if not evs:
+            evs = _TYPED_DECODER.decode(view)
+        except msgspec.ValidationError:               # a value of another type somewhere: take any
+            typed = False
+            try:
+                evs = _DECODER.decode(view)
+            except msgspec.ValidationError as exc:
+                self._layout_error(view, str(exc))
+        n = len(evs)
+        self.n_events += n
+        if not n:
             return
-        kind = np.fromiter(map(_KIND, evs), np.int8, len(evs))
+        kind = np.frombuffer(bytes(map(_KIND, evs)), np.int8)       # 0 other, 1 X, 2 M, 3 s, 4 f
         if (kind == 2).any():
             for e in compress(evs, (kind == 2).tolist()):
                 self._meta(e)
@@ -182,47 +108,50 @@ class _Collector:
         fkind = kind[kind >= 3]
         del evs
         if xs:
-            self._add_x(xs)
+            self._add_x(xs, typed)
         if flows:
-            pid, tid, ts, ids, cat = zip(*map(_astuple, flows))
-            fl = self.fl
-            fl["pid"].add(pid, "i")
-            fl["tid"].add(tid, "i")
-            fl["cat"].add(cat, "s")
-            fcls = _classes(fl["cat"], self.fl_class, _FLOW_CLASS)
-            if fcls.any():                            # ids only of the flows the tables pair up
-                fl["id"].add(ids if fcls.all() else list(compress(ids, fcls.tolist())), "i")
-            self.fl_ts.append(ts_ns(ts))
-            self.fl_f.append(fkind == 4)
-            self.fl_cls.append(fcls)
+            self._add_flows(flows, fkind, typed)
 
     def _meta(self, e) -> None:
         self.meta.append((e.name, e.pid, e.tid, e.args))
         if e.name == "process_name" and _one(e.pid) not in self.hinted:
             self.known[_one(e.pid)] = _role_code(e.args.name if e.args is not None else None)
 
-    def _add_x(self, xs: list) -> None:
-        pid, tid, ts, dur, name, cat, args = zip(*map(_astuple, xs))
+    def _add_x(self, xs: list, typed: bool) -> None:
         x = self.x
-        x["pid"].add(pid, "i")
-        x["tid"].add(tid, "i")
-        x["name"].add(name, "s")
-        x["dur"].add(dur, "f")
-        x["cat"].add(cat, "s")
-        self.x_ts.append(ts_ns(ts))
+        x["pid"].add([e.pid for e in xs], "I" if typed else "i")
+        x["tid"].add([e.tid for e in xs], "I" if typed else "i")
+        x["name"].add([e.name for e in xs], "s")
+        x["dur"].add([e.dur for e in xs], "F" if typed else "f")
+        x["cat"].add([e.cat for e in xs], "s")
+        self.x_ts.append(ts_ns([e.ts for e in xs]))
         cls = _classes(x["cat"], self.cat_class, _CAT_CLASS)
         self.x_cls.append(cls)
         group = self._groups(x["pid"].pieces[-1], cls)
         self.x_group.append(group)
-        if _NONE_T in set(map(type, args)):          # "args": null
-            args = [_NOARGS if a is None else a for a in args]
-        for g in np.unique(group).tolist():
-            fields = _GROUP_FIELDS.get(g)
+        args = [e.args for e in xs]
+        groups = [int(group[0])] if (group == group[0]).all() else np.unique(group).tolist()
+        for g in groups:
+            fields = GROUP_FIELDS.get(g)
             if not fields:
                 continue
-            sub = args if len(group) == 1 or (group == g).all() else list(compress(args, (group == g).tolist()))
+            sub = args if len(groups) == 1 else list(compress(args, (group == g).tolist()))
+            if not typed and _NONE_T in set(map(type, sub)):          # "args": null
+                sub = [NO_ARGS if a is None else a for a in sub]
             for f, vals in zip(fields, zip(*map(attrgetter(*fields), sub))):
-                self.args[f].add(vals, "s" if f in _TEXT else "i")
+                self.args[f].add(vals, "s" if f in _TEXT else "I" if typed else "i")
+
+    def _add_flows(self, flows: list, fkind: np.ndarray, typed: bool) -> None:
+        fl = self.fl
+        fl["pid"].add([e.pid for e in flows], "I" if typed else "i")
+        fl["tid"].add([e.tid for e in flows], "I" if typed else "i")
+        fl["cat"].add([e.cat for e in flows], "s")
+        fcls = _classes(fl["cat"], self.fl_class, _FLOW_CLASS)
+        if fcls.any():                            # ids only of the flows the tables pair up
+            fl["id"].add([e.id for e in (flows if fcls.all() else compress(flows, fcls.tolist()))], "i")
+        self.fl_ts.append(ts_ns([e.ts for e in flows]))
+        self.fl_f.append(fkind == 4)
+        self.fl_cls.append(fcls)
 
     def _groups(self, pid_piece, cls: np.ndarray) -> np.ndarray:
         """Storage group of each X event of the chunk from its provisional role and category."""
@@ -271,9 +200,10 @@ def _cat(parts: list, dtype) -> np.ndarray:
 class Trace:
     """Columns decoded from trace_view.json, grouped by role into ``self.b[role]`` column dicts:
     hw / hccl / ovl (by process_name), ops (cpu_op, enqueue, dequeue), py (python_function),
-    npu_flow (async_npu s/f), fwdbwd.  pid/tid/ts/dur are int64; names and text args object
-    arrays; numeric args see :meth:`Field.column`.  Flows carry ``is_f`` and ``key`` (equal
-    ids, equal key; -1 for a missing id)."""
+    npu_flow (async_npu s/f), fwdbwd.  pid/tid/ts/dur are int64; names and text args
+    :class:`Texts` (object arrays if some value is not text); numeric args see
+    :meth:`Field.column`.  Flows carry ``is_f`` and ``key`` (equal ids, equal key; -1 for a
+    missing id)."""
 
     def __init__(self, col: _Collector) -> None:
         self.proc, self.thread_name, self.thread_sort = {}, {}, {}
@@ -322,9 +252,9 @@ class Trace:
         self.b: dict = {}
         for kind, idx in idxs.items():
             c = {"n": len(idx), "pid": pid[idx], "tid": tid[idx], "ts": ts[idx], "dur": dur[idx],
-                 "name": x["name"].objects(idx)}
+                 "name": x["name"].texts(idx)}
             if kind == "ops":
-                c["cat"] = x["cat"].objects(idx)
+                c["cat"] = x["cat"].texts(idx)
             fields, groups = _KIND_FIELDS[kind]
             if fields:
                 rows = (np.cumsum(np.isin(group, groups)) - 1)[idx]
@@ -338,18 +268,21 @@ class Trace:
         for kind, code in (("npu_flow", 1), ("fwdbwd", 2)):
             idx = np.flatnonzero((fcls == code) & (fts >= 0))
             self.b[kind] = {"n": len(idx), "pid": fpid[idx], "tid": ftid[idx], "ts": fts[idx],
-                            "is_f": is_f[idx], "key": _keys(fl["id"].objects(id_row[idx]))}
-
+                            "is_f": is_f[idx], "key": _keys(fl["id"], id_row[idx])}
 
     def _warn(self, n: int, what: str) -> None:
         if n:
             self.warnings.append(f"{TRACE}: {n} {what}")
 
 
-def _keys(ids: np.ndarray) -> np.ndarray:
-    """Flow ids -> keys: equal as text, equal key (5 and "5" pair up); None -> -1."""
-    text = objects([v if v is None or type(v) is str else str(v) for v in ids])
-    return pd.factorize(text)[0] if len(text) else np.zeros(0, np.int64)
+def _keys(ids: Field, rows: np.ndarray) -> np.ndarray:
+    """Flow ids of ``rows`` -> keys: equal as text, equal key (5 and "5" pair up); None -> -1."""
+    if not len(rows):
+        return np.zeros(0, np.int64)
+    if ids.all_ints():                   # ints: equal as numbers <=> equal as text
+        return pd.factorize(ids.ints(rows))[0]
+    text = objects([v if v is None or type(v) is str else str(v) for v in ids.objects(rows)])
+    return pd.factorize(text)[0]
 
 
 def _check_head(path: str) -> None:
