@@ -298,6 +298,11 @@ def main(argv=None) -> int:
                     "(default $TB_COMPARE_BENCH_DIR or /tmp/tb_compare_bench)")
     ap.add_argument("--timeout", type=float, default=1800, help="seconds per run before it is killed")
     ap.add_argument("--max-rss-gb", type=float, default=16, help="kill a run above this RSS (default 16)")
+    ap.add_argument("--interleave", action="store_true",
+                    help="measure pair by pair (every pair phase of one pair, then the next pair), so "
+                         "tb-compare and the reference run minutes apart on a machine whose speed drifts")
+    ap.add_argument("--reference-repeat", type=int, default=None,
+                    help="runs of the reference per pair (default: --repeat)")
     args = ap.parse_args(argv)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))   # unwinds proc.run, which kills its child
     phases = [p.strip() for p in args.phases.split(",") if p.strip()]
@@ -330,19 +335,21 @@ def main(argv=None) -> int:
 
     rows = []
     t_start = time.perf_counter()
-    for phase in phases:
-        if phase in ("io", "load"):
-            for item in items:
-                row = measure_input(item, phase, args.repeat, args)
-                _log(f"{phase:<5} {item['label']}: {row['status']} wall={row['wall_s']} rss={row['peak_rss_mb']}"
-                     + (f" ({row['error']})" if row.get("error") else ""))
-                rows.append(row)
-        else:
-            for pair in pairs:
-                row = measure_pair(pair, phase, args.repeat, args, out)
-                _log(f"{phase:<5} {pair['label']}: {row['status']} wall={row['wall_s']}"
-                     + (f" ({row['error']})" if row.get("error") else ""))
-                rows.append(row)
+    for phase in [p for p in phases if p in ("io", "load")]:
+        for item in items:
+            row = measure_input(item, phase, args.repeat, args)
+            _log(f"{phase:<5} {item['label']}: {row['status']} wall={row['wall_s']} rss={row['peak_rss_mb']}"
+                 + (f" ({row['error']})" if row.get("error") else ""))
+            rows.append(row)
+    pair_phases = [p for p in phases if p not in ("io", "load")]
+    order = ([(pair, ph) for pair in pairs for ph in pair_phases] if args.interleave else
+             [(pair, ph) for ph in pair_phases for pair in pairs])
+    for pair, phase in order:
+        n = args.reference_repeat if phase == "reference" and args.reference_repeat else args.repeat
+        row = measure_pair(pair, phase, n, args, out)
+        _log(f"{phase:<5} {pair['label']}: {row['status']} wall={row['wall_s']}"
+             + (f" ({row['error']})" if row.get("error") else ""))
+        rows.append(row)
     scale_notes(rows, items)
     meta = {"machine": proc.machine_info(), "args": vars(args) | {"phases": phases},
             "seconds": round(time.perf_counter() - t_start, 1)}
