@@ -13,6 +13,7 @@ Without a usable cache the child sends the profile back through the pipe instead
 from __future__ import annotations
 
 import atexit
+import glob
 import logging
 import multiprocessing as mp
 import os
@@ -162,24 +163,30 @@ class ParsePool:
                     return self._take_handoff(root, ppath)
                 return prof
         finally:
+            self._drop_handoff(ppath)
             try:
                 os.unlink(ppath)
             except OSError:
                 pass
 
-    def _take_handoff(self, root: str, ppath: str):
-        """Map the profile a child left in the hand-off folder, then delete its files (the
-        mappings keep the data until the profile is dropped)."""
+    def _handoff_cache(self):
         from .cache import ProfileCache
-        hand = ProfileCache(self._progress_dir, max_bytes=1 << 62)
-        fp = ("handoff", ppath)
-        try:
-            got = hand.get(fp)
-        finally:
-            shutil.rmtree(hand.entry_path(fp), ignore_errors=True)
+        return ProfileCache(self._progress_dir, max_bytes=1 << 62)
+
+    def _take_handoff(self, root: str, ppath: str):
+        """Map the profile a child left in the hand-off folder (its files are deleted right
+        after, by ``parse``; the mappings keep the data until the profile is dropped)."""
+        got = self._handoff_cache().get(("handoff", ppath))
         if got is None:
             raise LoadError(root, "the parser process's result could not be read back")
         return got
+
+    def _drop_handoff(self, ppath: str) -> None:
+        """Delete this parse's hand-off entry, and the half-written one of a child that died."""
+        path = self._handoff_cache().entry_path(("handoff", ppath))
+        folder, key = os.path.split(path)
+        for p in [path] + glob.glob(os.path.join(folder, f".{key}.*")):
+            shutil.rmtree(p, ignore_errors=True)
 
     def shutdown(self) -> None:
         self._reset()
