@@ -106,28 +106,18 @@ TypedArgs = msgspec.defstruct(                      # Args with the numbers type
 _TYPED_NO_ARGS = TypedArgs()
 
 
-class _TypedX(_Event, tag="X"):
-    _k = 1
-    pid: Optional[int] = None
-    tid: Optional[int] = None
-    ts: Any = None
-    dur: Union[int, float, None] = None
-    name: Any = None
-    cat: Any = None
-    args: TypedArgs = _TYPED_NO_ARGS                    # type: ignore[valid-type]  (not null)
+def _retyped(cls, tag: str, changes: dict, base=_Event):
+    """``cls`` with the same field order, defaults and ``_k``, but the (type, default) in ``changes``."""
+    fields = [(f.name, *changes.get(f.name, (f.type, f.default))) for f in msgspec.structs.fields(cls)]
+    return msgspec.defstruct(f"_Typed{cls.__name__}", fields, bases=(base,), tag=tag, gc=False,
+                             namespace={"_k": cls._k})
 
 
-class _TypedS(_Event, tag="s"):
-    _k = 3
-    pid: Optional[int] = None
-    tid: Optional[int] = None
-    ts: Any = None
-    id: Any = None
-    cat: Any = None
-
-
-class _TypedF(_TypedS, tag="f"):
-    _k = 4
+_IDS = {"pid": (Optional[int], None), "tid": (Optional[int], None)}
+_TypedX = _retyped(X, "X", {**_IDS, "dur": (Union[int, float, None], None),
+                            "args": (TypedArgs, _TYPED_NO_ARGS)})        # not null
+_TypedS = _retyped(S, "s", _IDS)
+_TypedF = _retyped(F, "f", _IDS, base=_TypedS)
 
 
 TYPED_DECODER = msgspec.json.Decoder(
