@@ -141,7 +141,7 @@ class _StoredError(LoadError):
 def load_profile(spec, progress=None, pool=None, cache=None):
     """Parse one discovered worker (used by the store and the CLI): from the persistent cache
     when it holds this worker's files, else in a parser process (``pool``), else here."""
-    from . import loaders
+    from .indexing import load_indexed
     if spec.error:
         raise _StoredError(spec.error)
     prof = cache.get(spec.fingerprint) if cache is not None else None
@@ -149,7 +149,7 @@ def load_profile(spec, progress=None, pool=None, cache=None):
         if pool is not None:
             prof = pool.parse(spec.format, spec.root, spec.fingerprint, progress)
         else:
-            prof = loaders.load(spec.format, spec.root, progress=progress)
+            prof = load_indexed(spec.format, spec.root, progress=progress)
             if cache is not None:
                 cache.put(spec.fingerprint, prof)
     if spec.rank is not None and prof.meta.rank is None:
