@@ -32,7 +32,7 @@ from . import __version__
 from .model import Profile, ProfileMeta, SymbolTable
 
 log = logging.getLogger(__name__)
-FORMAT_VERSION = 2           # 2: entries hold the stored op tree (indexing.py)
+FORMAT_VERSION = 1
 
 
 def default_dir() -> str:

@@ -79,7 +79,7 @@ class Comparison:
     def trees(self):
         """Both sides' host-op trees, built once for the operator, module and memory engines."""
         from .engines.optree import OpTree
-        return self._memo("trees", lambda: (OpTree.of(self.base), OpTree.of(self.target)))
+        return self._memo("trees", lambda: (OpTree(self.base), OpTree(self.target)))
 
     def matched(self):
         """The aligned top-layer op pairs shared by the operator and memory comparisons."""

@@ -29,7 +29,7 @@ from .loaders.errors import LoadError
 log = logging.getLogger(__name__)
 _PRELOAD = ["numpy", "pandas", "msgspec", "tb_compare_plugin.loaders.kineto_json",
             "tb_compare_plugin.loaders.ascend_text", "tb_compare_plugin.loaders.ascend_db",
-            "tb_compare_plugin.cache", "tb_compare_plugin.engines.optree"]
+            "tb_compare_plugin.cache"]
 
 
 def processes_enabled() -> bool:
@@ -46,8 +46,8 @@ def _child_parse(fmt: str, root: str, fingerprint, cache_root: str | None, progr
                  handoff_root: str | None = None):
     """Runs in the child: parse, store in the cache (or, without one, in the hand-off folder),
     return where it went; the profile itself is pickled back only when neither can be written."""
+    from . import loaders
     from .cache import ProfileCache
-    from .indexing import load_indexed
 
     last = [0.0]
 
@@ -64,7 +64,7 @@ def _child_parse(fmt: str, root: str, fingerprint, cache_root: str | None, progr
 
     if os.path.exists(crash_marker(root)):  # tests: simulate the OOM killer
         os._exit(137)
-    prof = load_indexed(fmt, root, progress=progress)
+    prof = loaders.load(fmt, root, progress=progress)
     if cache_root is not None:
         cache = ProfileCache(cache_root)
         if cache.put(fingerprint, prof):

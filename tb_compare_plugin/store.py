@@ -141,7 +141,7 @@ class _StoredError(LoadError):
 def load_profile(spec, progress=None, pool=None, cache=None):
     """Parse one discovered worker (used by the store and the CLI): from the persistent cache
     when it holds this worker's files, else in a parser process (``pool``), else here."""
-    from .indexing import load_indexed
+    from . import loaders
     if spec.error:
         raise _StoredError(spec.error)
     prof = cache.get(spec.fingerprint) if cache is not None else None
@@ -149,7 +149,7 @@ def load_profile(spec, progress=None, pool=None, cache=None):
         if pool is not None:
             prof = pool.parse(spec.format, spec.root, spec.fingerprint, progress)
         else:
-            prof = load_indexed(spec.format, spec.root, progress=progress)
+            prof = loaders.load(spec.format, spec.root, progress=progress)
             if cache is not None:
                 cache.put(spec.fingerprint, prof)
     if spec.rank is not None and prof.meta.rank is None:

@@ -11,7 +11,6 @@ import pytest
 from tb_compare_plugin import loaders
 from tb_compare_plugin.cache import ProfileCache, key_of
 from tb_compare_plugin.discovery import classify_path
-from tb_compare_plugin.indexing import load_indexed
 from tb_compare_plugin.loaders.errors import LoadError
 from tb_compare_plugin.parsepool import ParsePool, crash_marker
 from tb_compare_plugin.store import load_profile
@@ -83,7 +82,7 @@ def test_parse_pool_and_dead_child(tmp_path, monkeypatch):
         (spec,) = classify_path(str(NPU))
         seen = []
         prof = pool.parse(spec.format, spec.root, spec.fingerprint, seen.append)
-        same_profile(prof, load_indexed("ascend-text", str(NPU)))
+        same_profile(prof, loaders.load("ascend-text", str(NPU)))
         assert cache.get(spec.fingerprint) is not None
         (gspec,) = classify_path(str(GPU))
         marker = crash_marker(gspec.root)
@@ -112,7 +111,7 @@ def test_parse_pool_without_cache_hands_off_through_scratch_files():
         (spec,) = classify_path(str(GPU))
         a = pool.parse(spec.format, spec.root, spec.fingerprint)
         b = pool.parse(spec.format, spec.root, spec.fingerprint)      # same worker twice: no clash
-        same_profile(a, load_indexed("trace-json", str(GPU)))
+        same_profile(a, loaders.load("trace-json", str(GPU)))
         same_profile(b, a)
         left = [os.path.join(d, f) for d, _, fs in os.walk(scratch) for f in fs]
         assert left == []
@@ -124,26 +123,3 @@ def test_parse_pool_without_cache_hands_off_through_scratch_files():
     finally:
         pool.shutdown()
     assert not os.path.exists(scratch)
-
-
-def test_stored_tree_is_the_built_tree(tmp_path):
-    """The op tree built next to the parse (``indexing``) and read back from the cache is the
-    tree the engines would build themselves; it is not counted as a table of the profile."""
-    from tb_compare_plugin.engines.optree import _NODE_COLS, STORED, OpTree
-    cache = ProfileCache(str(tmp_path))
-    for fmt, path in (("trace-json", GPU), ("ascend-text", NPU)):
-        plain = loaders.load(fmt, str(path))
-        built = OpTree(plain)
-        cache.put(("t", fmt), load_indexed(fmt, str(path)))
-        got = cache.get(("t", fmt))
-        assert set(STORED) <= set(got.tables)
-        stored = OpTree.of(got)
-        assert built.n > 0 and stored.n == built.n
-        for c in _NODE_COLS + ("node_of_op",):
-            np.testing.assert_array_equal(getattr(stored, c), getattr(built, c), err_msg=f"{fmt} {c}")
-        assert list(stored.dev.columns) == list(built.dev.columns)
-        for c in built.dev.columns:
-            np.testing.assert_array_equal(stored.dev[c].to_numpy(), built.dev[c].to_numpy(), err_msg=c)
-        assert stored.kernel_lines == built.kernel_lines
-        assert stored.top_layer().tolist() == built.top_layer().tolist()
-        assert got.summary()["counts"] == plain.summary()["counts"]

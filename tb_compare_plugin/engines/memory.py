@@ -35,7 +35,7 @@ REFERENCE_HEADERS_STATISTIC = [
 def op_tree(profile):
     """The side's host-op tree, shared with the operator engine (``engines.optree.OpTree``)."""
     from .optree import OpTree
-    return OpTree.of(profile)
+    return OpTree(profile)
 
 
 def _bfs_rank(tree) -> np.ndarray:

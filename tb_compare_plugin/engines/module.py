@@ -240,7 +240,7 @@ def _slot_events(tree, top, bounds, credits, launch):
 
 def build_modules(profile, tree: OpTree | None = None, step: int | None = None) -> ModuleSide:
     """The module forests of one profile (optionally one step's window), with device times."""
-    tree = tree or OpTree.of(profile)
+    tree = tree or OpTree(profile)
     sym = profile.symbols
     strings = sym.as_array()
     window = tree.step_window(step)

@@ -127,7 +127,7 @@ def match_ops(base, target, options: Options | None = None,
               trees: tuple[OpTree, OpTree] | None = None) -> Matched:
     """Aligned top-layer op pairs of two profiles (shared with the memory comparison)."""
     opts = options or Options()
-    bt, tt = trees or (OpTree.of(base), OpTree.of(target))
+    bt, tt = trees or (OpTree(base), OpTree(target))
     mapper = NameMapper.for_profiles(base, target, opts.op_name_map)
     bnodes, tnodes = bt.top_layer(opts.base_step), tt.top_layer(opts.target_step)
     if base.meta.bwd_tid is not None and target.meta.bwd_tid is not None:

@@ -145,40 +145,8 @@ def _loader_parents(ops, sel: np.ndarray):
     return out
 
 
-_NODE_COLS = ("parent", "depth", "size", "op_rows", "start", "end", "tid", "name", "is_step",
-              "dev_lo", "dev_hi", "kernel_ns", "comm_ns", "compute_ns", "kernel_num")
-STORED = ("_optree_nodes", "_optree_dev", "_optree_ops")      # tables written by ``store_tree``
-
-
-def store_tree(profile) -> None:
-    """Build the profile's tree once and keep it as three extra tables of the profile, so a parser
-    process builds it next to the parse (both sides at once, on both cores) and the cache keeps it.
-    The tables' names start with "_": they are an index of the profile, not data of the trace."""
-    t = OpTree(profile)
-    profile.tables.update(zip(STORED, (
-        pd.DataFrame({c: getattr(t, c) for c in _NODE_COLS}, copy=False),
-        t.dev,
-        pd.DataFrame({"node": t.node_of_op}, copy=False))))
-
-
 class OpTree:
     """Pre-ordered host-op forest of one profile with the device events under each node."""
-
-    @classmethod
-    def of(cls, profile) -> "OpTree":
-        """The profile's tree: the stored one (``store_tree``) when it has it, else built now."""
-        tables = profile.tables
-        if STORED[0] not in tables:
-            return cls(profile)
-        t = cls.__new__(cls)
-        t.profile, t.device = profile, profile.meta.device
-        nodes = tables[STORED[0]]
-        for c in _NODE_COLS:
-            setattr(t, c, nodes[c].to_numpy())
-        t.n = len(nodes)
-        t.dev = tables[STORED[1]]
-        t.node_of_op = tables[STORED[2]]["node"].to_numpy()
-        return t
 
     def __init__(self, profile) -> None:
         self.profile = profile

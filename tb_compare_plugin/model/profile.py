@@ -225,7 +225,7 @@ class Profile:
             "rank": self.meta.rank,
             "profiler_level": self.meta.profiler_level,
             "device_name": self.meta.device_name,
-            "counts": {k: int(len(v)) for k, v in self.tables.items() if not k.startswith("_")},
+            "counts": {k: int(len(v)) for k, v in self.tables.items()},
             "steps": self.step_ids(),
             "time_span_ns": None if span is None else {"start": span[0], "end": span[1],
                                                        "duration_ms": (span[1] - span[0]) / 1e6},
