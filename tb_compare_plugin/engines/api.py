@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .sidebyside import merge_sides, ratio
+from .sidebyside import merge_sides, ratio, ratio1
 
 HOST_CATS = ("cpu_op", "user_annotation", "cuda_runtime", "operator", "runtime", "cuda_driver")
 STAT_COLS = ("total_ms", "self_ms", "avg_ms", "calls")
@@ -107,6 +107,6 @@ def reference_rows(m: pd.DataFrame) -> list[list]:
                                int(getattr(r, f"{p}_calls")))
             return [tot, slf, round(tot / calls, 2) if calls else 0.0, calls]
         bs, ts = side("b"), side("t")
-        rat = [float(ratio([ts[j]], [bs[j]])[0]) for j in range(4)]
+        rat = [ratio1(ts[j], bs[j]) for j in range(4)]
         out.append([i, r.name, *bs, *ts, *rat])
     return out

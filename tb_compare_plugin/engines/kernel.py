@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from ..model import KIND_COMPUTE
-from .sidebyside import merge_sides, ratio
+from .sidebyside import merge_sides, ratio, ratio1
 
 STAT_COLS = ("total_us", "avg_us", "max_us", "min_us", "calls")
 
@@ -122,5 +122,5 @@ def reference_rows(m: pd.DataFrame) -> list[list]:
             return [tot, avg, round(getattr(r, f"{p}_max_us"), 2), round(getattr(r, f"{p}_min_us"), 2), calls]
         bs, ts = side("b"), side("t")
         out.append([i, r.kernel, r.input_shape, *bs, *ts,
-                    float(ratio([ts[0]], [bs[0]])[0]), float(ratio([ts[1]], [bs[1]])[0])])
+                    ratio1(ts[0], bs[0]), ratio1(ts[1], bs[1])])
     return out

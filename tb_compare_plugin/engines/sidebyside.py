@@ -7,6 +7,9 @@ whether a key is on both sides or on one only.
 """
 from __future__ import annotations
 
+import math
+import sys
+
 import numpy as np
 import pandas as pd
 
@@ -40,3 +43,20 @@ def ratio(target, base) -> np.ndarray:
     with np.errstate(divide="ignore", invalid="ignore"):
         r = np.where(b0 != 0, t0 / np.where(b0 != 0, b0, 1), np.where(t0 != 0, np.inf, 1.0))
     return r
+
+
+def ratio1(target: float, base: float) -> float:
+    """:func:`ratio` of two numbers, for row-by-row sheet code (same rule, no array overhead)."""
+    t, b = _finite(float(target)), _finite(float(base))
+    if b:
+        return t / b
+    return float("inf") if t else 1.0
+
+
+def _finite(x: float) -> float:
+    """``np.nan_to_num`` of one number: nan -> 0, ±inf -> ± the largest float."""
+    if x != x:
+        return 0.0
+    if x in (float("inf"), float("-inf")):
+        return math.copysign(sys.float_info.max, x)
+    return x
