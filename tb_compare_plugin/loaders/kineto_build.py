@@ -156,17 +156,31 @@ def _pair_fwdbwd(fb: dict) -> pd.DataFrame:
                       end_pid=m["pid_f"].to_numpy(), end_tid=m["tid_f"].to_numpy())
 
 
+def _member(values: np.ndarray, few: np.ndarray) -> np.ndarray:
+    """``np.isin(values, few)`` for a small ``few``: a binary search per value, no sort of ``values``."""
+    few = np.unique(few)
+    if not len(few):
+        return np.zeros(len(values), bool)
+    return few[np.minimum(np.searchsorted(few, values), len(few) - 1)] == values
+
+
 def _link_by_flows(fl, launch, k_start, kpid, ktid, o, depth, is_runtime, meta) -> None:
     """Fallback link for kernels without a correlation match: s end on the op, f end on the kernel."""
-    df = pd.DataFrame({"id": fl["id"], "s": fl["is_s"], "ts": fl["ts"], "pid": fl["pid"], "tid": fl["tid"]})
-    df = df[df["id"] != -1]
-    s = df[df["s"]].drop_duplicates("id")
-    f = df[~df["s"]]
-    pairs = s.merge(f, on="id", suffixes=("_s", "_f"))
     todo = np.flatnonzero(launch < 0)
+    if not len(todo) or not len(o.get("start_ns", ())):
+        return
+    ids, is_s, ts = fl["id"], fl["is_s"], fl["ts"]
+    # only the f ends at a start time of one of these kernels, and the s ends of their ids
+    f = np.flatnonzero(~is_s & (ids != -1) & _member(ts, k_start[todo]))
+    s = np.flatnonzero(is_s & _member(ids, ids[f]))
+    f = pd.DataFrame({"id": ids[f], "pid_f": fl["pid"][f], "tid_f": fl["tid"][f], "ts_f": ts[f]})
+    s = pd.DataFrame({"id": ids[s], "pid_s": fl["pid"][s], "tid_s": fl["tid"][s], "ts_s": ts[s],
+                      "srow": s}).drop_duplicates("id")
     kd = pd.DataFrame({"krow": todo, "pid_f": kpid[todo], "tid_f": ktid[todo], "ts_f": k_start[todo]})
-    kd = kd.merge(pairs, on=["pid_f", "tid_f", "ts_f"]).drop_duplicates("krow")
-    if not len(kd) or not len(o.get("start_ns", ())):
+    # of several flows ending on a kernel, the one whose s end comes first in the file
+    kd = kd.merge(f, on=["pid_f", "tid_f", "ts_f"]).merge(s, on="id")
+    kd = kd.sort_values(["krow", "srow"], kind="stable").drop_duplicates("krow")
+    if not len(kd):
         return
     # several ops can start at the flow's ts: prefer the outermost runtime call, else the deepest op
     rank = np.where(is_runtime, depth.astype(np.int64), (1 << 20) - depth.astype(np.int64))
