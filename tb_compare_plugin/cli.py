@@ -155,28 +155,51 @@ def start_backends(no_cache: bool = False):
     return make_backends(workers=2, start=True)
 
 
-def load_sides(base_spec, target_spec, progress: Progress, backends):
-    """Both sides, parsed in two processes at once (through the cache when it has them)."""
+def load_sides(base_spec, target_spec, progress: Progress, backends, warm=None):
+    """Both sides, parsed in two processes at once (through the cache when it has them).
+
+    ``warm(profile)``, if given, starts on each side as soon as that side is in, on a thread of
+    its own: the core the side's parser process leaves idle while the other side still parses.
+    """
     from concurrent.futures import ThreadPoolExecutor
     from .store import load_profile
     cache, pool = backends
     fracs = [0.0, 0.0]
+    warmers = ThreadPoolExecutor(2, thread_name_prefix="tbc-warm") if warm is not None else None
 
     def prog(i):
         def f(x):
             fracs[i] = x
             progress(sum(fracs) / 2)
         return f
+
+    def one(spec, i):
+        prof = load_profile(spec, prog(i), pool, cache)
+        if warmers is not None:
+            warmers.submit(warm, prof)          # its errors reach whoever uses the result
+        return prof
     progress.start(f"loading {base_spec.name} and {target_spec.name}")
     try:
         with ThreadPoolExecutor(2) as ex:
-            fb = ex.submit(load_profile, base_spec, prog(0), pool, cache)
-            ft = ex.submit(load_profile, target_spec, prog(1), pool, cache)
+            fb = ex.submit(one, base_spec, 0)
+            ft = ex.submit(one, target_spec, 1)
             return fb.result(), ft.result()
     finally:
         progress.done()
+        if warmers is not None:
+            warmers.shutdown(wait=False)
         if pool is not None:
             pool.shutdown()
+
+
+def _warm_up(args):
+    """What to start on each side as soon as it is loaded: its op tree when the workbook has
+    sheets that need it (operator / module / memory), else nothing."""
+    sheets = selected_sheets(args)
+    if not args.xlsx or (sheets is not None and not sheets & {"operator", "memory"}):
+        return None
+    from .engines.optree import tree_of
+    return tree_of
 
 
 def run(args) -> int:
@@ -195,7 +218,7 @@ def run(args) -> int:
     from .http import dumps
 
     progress = Progress(not args.no_progress)
-    base, target = load_sides(base_spec, target_spec, progress, backends)
+    base, target = load_sides(base_spec, target_spec, progress, backends, _warm_up(args))
     cmp = Comparison(base, target, opts, Side(base_spec.run, base_spec.name, base_spec.root),
                      Side(target_spec.run, target_spec.name, target_spec.root))
     payload = overall_payload(cmp)

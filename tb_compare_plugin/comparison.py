@@ -77,16 +77,16 @@ class Comparison:
         return self._memo("api", lambda: compare_api(self.base, self.target, o.base_step, o.target_step))
 
     def trees(self):
-        """Both sides' host-op trees, built once for the operator, module and memory engines.
-        The two are built on two threads: most of the work is numpy, which lets go of the GIL
-        (1 GB pair: 0.72 s one after the other, 0.46 s at once)."""
+        """Both sides' host-op trees (``optree.tree_of``: built once per profile), for the operator,
+        module and memory engines.  Two at once, on two threads: most of the work is numpy, which
+        lets go of the GIL (1 GB pair: 0.72 s one after the other, 0.46 s at once)."""
         from concurrent.futures import ThreadPoolExecutor
-        from .engines.optree import OpTree
+        from .engines.optree import tree_of
 
         def build():
             with ThreadPoolExecutor(1, thread_name_prefix="tbc-tree") as ex:
-                base = ex.submit(OpTree, self.base)
-                target = OpTree(self.target)
+                base = ex.submit(tree_of, self.base)
+                target = tree_of(self.target)
                 return base.result(), target
         return self._memo("trees", build)
 

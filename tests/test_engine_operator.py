@@ -217,6 +217,34 @@ def test_tree_attaches_each_kernel_once_and_adopts_into_annotations():
         t.top_layer(4)
 
 
+def test_tree_of_builds_each_profile_once_whoever_asks(monkeypatch):
+    """``tree_of``: one build per profile, shared by every thread that asks (the CLI starts a
+    side's tree as soon as it is loaded, the engines ask again later); a failure reaches them all."""
+    from concurrent.futures import ThreadPoolExecutor
+    from tb_compare_plugin.engines import optree
+    builds = []
+    real = optree.OpTree.__init__
+
+    def counted(self, profile):
+        builds.append(profile)
+        time.sleep(0.05)                       # let the other threads arrive while it builds
+        real(self, profile)
+    monkeypatch.setattr(optree.OpTree, "__init__", counted)
+    a, b = _step_profile(), _step_profile(extra=True)
+    with ThreadPoolExecutor(6) as ex:
+        got = list(ex.map(optree.tree_of, [a, b, a, b, a, b]))
+    assert len(builds) == 2 and got[0] is got[2] is got[4] and got[1] is got[3] is got[5]
+    assert got[0].kernel_ns.tolist() == OpTree(a).kernel_ns.tolist()
+
+    def broken(self, profile):
+        raise RuntimeError("no tree")
+    monkeypatch.setattr(optree.OpTree, "__init__", broken)
+    c = _step_profile()
+    for _ in range(2):
+        with pytest.raises(RuntimeError, match="no tree"):
+            optree.tree_of(c)
+
+
 def test_plain_ops_do_not_adopt_other_threads():
     p = make_profile([("aten::big", 0, 100, 1), ("aten::other", 10, 10, 2)])
     t = OpTree(p)

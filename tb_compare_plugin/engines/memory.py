@@ -34,8 +34,8 @@ REFERENCE_HEADERS_STATISTIC = [
 
 def op_tree(profile):
     """The side's host-op tree, shared with the operator engine (``engines.optree.OpTree``)."""
-    from .optree import OpTree
-    return OpTree(profile)
+    from .optree import tree_of
+    return tree_of(profile)
 
 
 def _bfs_rank(tree) -> np.ndarray:

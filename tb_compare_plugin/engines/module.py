@@ -33,7 +33,7 @@ from ..model.intervals import nest, sweep_order
 from .align import align, unmatched
 from .module_sheets import module_stats, objects, reference_rows_rows, reference_rows_stats, rows_frame
 from .name_map import NameMapper
-from .optree import OpTree
+from .optree import OpTree, tree_of
 
 REFERENCE_HEADERS_ROWS = ["Order Id", "Module Class", "Module Level", "Module Name", "Operator Name",
                           "Kernel Details", "Device Self Time(us)", "Device Total Time(us)", "Operator Name",
@@ -240,7 +240,7 @@ def _slot_events(tree, top, bounds, credits, launch):
 
 def build_modules(profile, tree: OpTree | None = None, step: int | None = None) -> ModuleSide:
     """The module forests of one profile (optionally one step's window), with device times."""
-    tree = tree or OpTree(profile)
+    tree = tree or tree_of(profile)
     sym = profile.symbols
     strings = sym.as_array()
     window = tree.step_window(step)

@@ -22,7 +22,7 @@ import pandas as pd
 from ..comparison import Options
 from .align import align, unmatched
 from .name_map import NameMapper
-from .optree import OpTree, none_for_missing
+from .optree import OpTree, none_for_missing, tree_of
 from .sidebyside import BASE_ONLY, BOTH, TARGET_ONLY, merge_sides, ratio
 
 REFERENCE_HEADERS_PAIRS = ["Order Id", "Operator Name", "Input Shape", "Input Type", "Kernel Details",
@@ -127,7 +127,7 @@ def match_ops(base, target, options: Options | None = None,
               trees: tuple[OpTree, OpTree] | None = None) -> Matched:
     """Aligned top-layer op pairs of two profiles (shared with the memory comparison)."""
     opts = options or Options()
-    bt, tt = trees or (OpTree(base), OpTree(target))
+    bt, tt = trees or (tree_of(base), tree_of(target))
     mapper = NameMapper.for_profiles(base, target, opts.op_name_map)
     bnodes, tnodes = bt.top_layer(opts.base_step), tt.top_layer(opts.target_step)
     if base.meta.bwd_tid is not None and target.meta.bwd_tid is not None:

@@ -17,6 +17,8 @@ Each node's subtree device time ``kernel_ns`` splits into ``comm_ns`` (collectiv
 """
 from __future__ import annotations
 
+import threading
+from concurrent.futures import Future
 from functools import cached_property
 
 import numpy as np
@@ -143,6 +145,26 @@ def _loader_parents(ops, sel: np.ndarray):
     out = np.full(len(sel), -1, dtype=np.int64)
     out[has] = pos[p[has]]
     return out
+
+
+_TREE_LOCK = threading.Lock()
+
+
+def tree_of(profile) -> "OpTree":
+    """The profile's tree, built once per profile whoever asks first (a profile never changes once
+    loaded).  Any thread may ask: while one builds it, the others wait for that build.  So the CLI
+    can start a side's tree as soon as that side is parsed, on the core its parser left idle."""
+    with _TREE_LOCK:
+        fut = profile.__dict__.get("_optree")
+        mine = fut is None
+        if mine:
+            fut = profile.__dict__["_optree"] = Future()
+    if mine:
+        try:
+            fut.set_result(OpTree(profile))
+        except BaseException as e:          # every waiter (and later caller) gets the same error
+            fut.set_exception(e)
+    return fut.result()
 
 
 class OpTree:
