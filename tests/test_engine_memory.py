@@ -278,3 +278,21 @@ def test_samples_memory_hungry_module():
         assert c["source"] == "records" and len(c["t_ms"]) <= 2000
         assert c["peak"]["allocated_mb"] == fig["peak_allocated_mb"]
         assert peak_reserved_gb(prof) == fig["peak_reserved_gb"]
+
+
+def test_placement_times_stay_exact_when_some_dequeue_has_no_enqueue():
+    """cann:: rows take their Enqueue's start in int64: epoch ns (> 2^53) are not rounded, even
+    when another cann:: row's Dequeue has no Enqueue (it cannot be placed: -1)."""
+    from tb_compare_plugin.engines.memory import placement_times
+    base = 1_736_408_883_690_507_081                      # epoch ns: a float64 would round it
+    sym = SymbolTable()
+    i = sym.intern
+    enq, deq = i("enqueue"), i("dequeue")
+    ops = make_table("ops", name=[i("Enqueue"), i("Dequeue@a"), i("Dequeue@b")], cat=[enq, deq, deq],
+                     start_ns=[base, base + 1000, base + 2000], dur_ns=[5, 50, 50], tid=[1, 3, 3],
+                     corr=[77, 77, 78])
+    allocs = make_table("mem_allocs", name=[i("cann::Add"), i("cann::Mul"), i("aten::mm")],
+                        bytes=[1024, 1024, 1024], alloc_ns=[base + 1010, base + 2010, base + 3],
+                        release_ns=[-1, -1, -1])
+    p = _profile({"ops": ops, "mem_allocs": allocs}, sym=sym)
+    assert placement_times(p).tolist() == [base, -1, base + 3]
