@@ -94,3 +94,34 @@ def test_dead_parser_is_reported(tmp_path, monkeypatch):
     r = c.post(PREFIX + "/load", data=json.dumps({"workers": ["target_npu_v2/rank0_ascend_pt"]}),
                content_type="application/json")
     assert r.status_code == 200
+
+
+def test_gc_pauses_from_several_threads_leave_the_collector_as_it_was():
+    """Workbooks and in-process parses pause the (process-wide) cyclic collector from request
+    threads; whatever order they finish in, it is back on after the last one, off until then."""
+    import gc
+    import random
+    import threading as th
+    from tb_compare_plugin.gcpause import gc_paused
+    assert gc.isenabled()
+    inside, start = [], th.Barrier(8)
+
+    def work(seed):
+        start.wait()
+        with gc_paused():
+            with gc_paused():                         # nested, as a parse inside a request
+                time.sleep(random.Random(seed).uniform(0, 0.05))
+                inside.append(gc.isenabled())
+    threads = [th.Thread(target=work, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert inside == [False] * 8 and gc.isenabled()
+    gc.disable()
+    try:
+        with gc_paused():
+            pass
+        assert not gc.isenabled()                     # it was off: it stays off
+    finally:
+        gc.enable()

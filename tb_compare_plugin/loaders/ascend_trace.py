@@ -16,7 +16,6 @@ need a field that was not kept, the file is decoded again keeping every field of
 """
 from __future__ import annotations
 
-import gc
 import re
 from itertools import compress
 from operator import attrgetter
@@ -25,6 +24,7 @@ import msgspec
 import numpy as np
 import pandas as pd
 
+from ..gcpause import gc_paused
 from . import jsonstream
 from .ascend_columns import Field, ints as _ints, objects, ts_ns
 from .ascend_events import (DECODER as _DECODER, G_ALL, G_DEV, G_HCCL, G_HW, G_OPS, G_PY, G_SKIP, GROUP_FIELDS,
@@ -362,24 +362,26 @@ def parse_trace(path: str, chunk_bytes: int | None = None, progress=None) -> Tra
     defaults to :data:`CHUNK_BYTES` (read at call time, so tests can shrink it)."""
     _check_head(path)
     hints = _role_hints(path)
-    was = gc.isenabled()
-    gc.disable()                    # many short-lived objects, no cycles
     try:
-        for full in (False, True):
-            col = _Collector(path, full, hints)
-            try:
-                for _ in jsonstream.iter_event_chunks(path, col, chunk_bytes=chunk_bytes or CHUNK_BYTES,
-                                                      progress=None if full else progress):
-                    pass
-            except LoadError as exc:
-                raise _reword(exc) from None
-            try:
-                return Trace(col)
-            except _Redo:
-                continue
-        raise AssertionError("unreachable: the full decode keeps every field")
+        with gc_paused():               # many short-lived objects, no cycles
+            return _decode(path, hints, chunk_bytes, progress)
     except MemoryError:
         raise LoadError(path, "not enough memory to load this trace") from None
-    finally:
-        if was:
-            gc.enable()
+
+
+def _decode(path: str, hints, chunk_bytes, progress) -> Trace:
+    """The chunked decode: first keeping only the fields the trace seems to need, then, if a later
+    event turns out to need more (``_Redo``), once more keeping every field."""
+    for full in (False, True):
+        col = _Collector(path, full, hints)
+        try:
+            for _ in jsonstream.iter_event_chunks(path, col, chunk_bytes=chunk_bytes or CHUNK_BYTES,
+                                                  progress=None if full else progress):
+                pass
+        except LoadError as exc:
+            raise _reword(exc) from None
+        try:
+            return Trace(col)
+        except _Redo:
+            continue
+    raise AssertionError("unreachable: the full decode keeps every field")

@@ -23,7 +23,6 @@ Conventions specific to this format:
 """
 from __future__ import annotations
 
-import gc
 import json
 import re
 
@@ -32,6 +31,7 @@ import numpy as np
 
 from ..model.profile import KIND_COMM, KIND_COMPUTE, KIND_MEMCPY, KIND_MEMSET, Profile, ProfileMeta
 from ..model.symbols import SymbolTable
+from ..gcpause import gc_paused
 from . import jsonstream
 from .errors import LoadError
 from .kineto_build import build_profile, fill_meta
@@ -326,21 +326,19 @@ def load(path: str, progress=None, chunk_bytes: int = jsonstream.DEFAULT_CHUNK) 
             last[0] = f
             progress(0.9 * f)
 
-    was_enabled = gc.isenabled()
-    gc.disable()                                # millions of short-lived objects, no cycles
     try:
-        for _ in jsonstream.iter_event_chunks(path, col, chunk_bytes=chunk_bytes, progress=prog, result=res):
-            pass
-        if "traceEvents" in res.outside:        # a later duplicate key: which array is the trace?
-            raise LoadError(path, 'the JSON object holds two "traceEvents" arrays; cannot tell which one is '
-                                  "the trace")
-        prof = build_profile(col, res.outside, path)
+        with gc_paused():                       # millions of short-lived objects, no cycles
+            for _ in jsonstream.iter_event_chunks(path, col, chunk_bytes=chunk_bytes, progress=prog,
+                                                  result=res):
+                pass
+            if "traceEvents" in res.outside:    # a later duplicate key: which array is the trace?
+                raise LoadError(path, 'the JSON object holds two "traceEvents" arrays; cannot tell which '
+                                      "one is the trace")
+            prof = build_profile(col, res.outside, path)
     except MemoryError:
         raise LoadError(path, "not enough memory to load this trace") from None
     finally:
         col.close()
-        if was_enabled:
-            gc.enable()
     if col.n_events == 0:
         prof.meta.warnings.append("the trace has no events")
     if progress is not None:
