@@ -345,7 +345,7 @@ class OpTree:
     def _gpu_lines(strings: np.ndarray, name: np.ndarray, dur: np.ndarray) -> list[str]:
         """GPU lines ("name [duration: µs]"), each distinct (name, duration) formatted once: a
         step's kernels repeat, so a 1 GB trace's 440k kernels have about 2k distinct lines."""
-        if not len(dur) or dur.min() < 0 or dur.max() >= 1 << 40:
+        if not len(dur) or dur.min() < 0 or dur.max() >= 1 << 40 or name.max() >= 1 << 22:
             return [f"{n} [duration: {d}]\n" for n, d in zip(strings[name].tolist(), (dur / 1000.0).tolist())]
         codes, keys = pd.factorize((name.astype(np.int64) << 40) | dur.astype(np.int64))
         text = [f"{n} [duration: {d}]\n" for n, d in
