@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from ..model.keys import value_at_key
 from .sidebyside import BOTH, BASE_ONLY, TARGET_ONLY, ratio
 
 KB = 1024.0
@@ -92,22 +93,10 @@ def placement_times(profile) -> np.ndarray:
         k = np.searchsorted(ds, t[cann], side="right") - 1
         ok = (k >= 0) & (t[cann] <= de[np.maximum(k, 0)])
         corr = np.where(ok, deq["corr"].to_numpy()[np.maximum(k, 0)], -1)
-        at, found = _last_start_by_corr(enq["corr"].to_numpy(), enq["start_ns"].to_numpy(), corr)
+        at, found = value_at_key(enq["corr"].to_numpy(), enq["start_ns"].to_numpy(), corr, keep="last")
         out = np.where(ok & found, at, -1)
     t[cann] = out
     return t
-
-
-def _last_start_by_corr(corr: np.ndarray, start: np.ndarray, want: np.ndarray):
-    """(start of the last row whose corr is ``want[i]``, found?) for each i, in int64 all the way
-    (a float detour would round epoch ns by up to 256 ns)."""
-    if not len(corr):
-        return np.full(len(want), -1, np.int64), np.zeros(len(want), bool)
-    keys, first_rev = np.unique(corr[::-1], return_index=True)
-    last = len(corr) - 1 - first_rev                       # the last row of each corr
-    pos = np.minimum(np.searchsorted(keys, want), len(keys) - 1)
-    found = keys[pos] == want
-    return np.where(found, start[last[pos]], -1).astype(np.int64), found
 
 
 def place_records(profile, tree) -> pd.DataFrame:

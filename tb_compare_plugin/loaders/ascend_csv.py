@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from ..model import KIND_COMM, KIND_COMPUTE, KIND_MEMCPY, KIND_OTHER, ProfileMeta, SymbolTable, make_table
+from ..model.keys import value_at_key
 from .ascend_columns import (Texts, as_objects, innermost_ops, intern, ints, objects,  # noqa: F401
                              per_distinct, plain_text, plain_texts, ts_ns)  # (ints, plain_texts, ts_ns: re-exported)
 from .errors import LoadError
@@ -423,8 +424,9 @@ def alloc_ops(ops: pd.DataFrame, sym: SymbolTable, names: np.ndarray, alloc_ns: 
         k = np.searchsorted(d["start_ns"].to_numpy(), t[cann], side="right") - 1
         ok = (k >= 0) & (t[cann] <= (d["start_ns"] + d["dur_ns"]).to_numpy()[np.maximum(k, 0)])
         corr = np.where(ok, d["corr"].to_numpy()[np.maximum(k, 0)], -1)
-        enq_at = enq[enq["corr"] >= 0].drop_duplicates("corr").set_index("corr")["start_ns"]
-        t[cann] = np.where(corr >= 0, pd.Series(corr).map(enq_at).fillna(-1).to_numpy(dtype=np.int64), -1)
+        ec = enq["corr"].to_numpy()
+        at, found = value_at_key(ec[ec >= 0], enq["start_ns"].to_numpy()[ec >= 0], corr)
+        t[cann] = np.where((corr >= 0) & found, at, -1)
     mrows = np.flatnonzero((ops["tid"].to_numpy() == main) & (cat == sym.lookup("cpu_op")))
     pos_of = np.full(len(ops), -1, dtype=np.int64)
     pos_of[mrows] = np.arange(len(mrows))

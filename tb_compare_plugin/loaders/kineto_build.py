@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from ..model.intervals import nest
+from ..model.keys import member
 from ..model.profile import KIND_COMPUTE, Profile, ProfileMeta, make_table
 from .kineto_values import C_RUNTIME, CAT_CLASS, STEP_RE
 
@@ -156,14 +157,6 @@ def _pair_fwdbwd(fb: dict) -> pd.DataFrame:
                       end_pid=m["pid_f"].to_numpy(), end_tid=m["tid_f"].to_numpy())
 
 
-def _member(values: np.ndarray, few: np.ndarray) -> np.ndarray:
-    """``np.isin(values, few)`` for a small ``few``: a binary search per value, no sort of ``values``."""
-    few = np.unique(few)
-    if not len(few):
-        return np.zeros(len(values), bool)
-    return few[np.minimum(np.searchsorted(few, values), len(few) - 1)] == values
-
-
 def _link_by_flows(fl, launch, k_start, kpid, ktid, o, depth, is_runtime, meta) -> None:
     """Fallback link for kernels without a correlation match: s end on the op, f end on the kernel."""
     todo = np.flatnonzero(launch < 0)
@@ -171,8 +164,8 @@ def _link_by_flows(fl, launch, k_start, kpid, ktid, o, depth, is_runtime, meta) 
         return
     ids, is_s, ts = fl["id"], fl["is_s"], fl["ts"]
     # only the f ends at a start time of one of these kernels, and the s ends of their ids
-    f = np.flatnonzero(~is_s & (ids != -1) & _member(ts, k_start[todo]))
-    s = np.flatnonzero(is_s & _member(ids, ids[f]))
+    f = np.flatnonzero(~is_s & (ids != -1) & member(ts, k_start[todo]))
+    s = np.flatnonzero(is_s & member(ids, ids[f]))
     f = pd.DataFrame({"id": ids[f], "pid_f": fl["pid"][f], "tid_f": fl["tid"][f], "ts_f": ts[f]})
     s = pd.DataFrame({"id": ids[s], "pid_s": fl["pid"][s], "tid_s": fl["tid"][s], "ts_s": ts[s],
                       "srow": s}).drop_duplicates("id")

@@ -1,0 +1,32 @@
+"""Lookups of int64 keys (ids, correlation ids, timestamps) that stay in int64.
+
+A pandas ``map`` of ids to ns goes through float64 as soon as one key is missing, which rounds
+epoch ns (> 2^53) by up to 256 ns; these helpers search sorted distinct keys instead.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+
+def member(values: np.ndarray, few: np.ndarray) -> np.ndarray:
+    """``np.isin(values, few)`` for a small ``few``: a binary search per value, no sort of ``values``."""
+    few = np.unique(few)
+    if not len(few):
+        return np.zeros(len(values), bool)
+    return few[np.minimum(np.searchsorted(few, values), len(few) - 1)] == values
+
+
+def value_at_key(keys: np.ndarray, values: np.ndarray, want: np.ndarray, keep: str = "first"):
+    """For each ``want[i]``: (the value of the first -- or, with ``keep="last"``, the last -- row
+    whose key equals it, found?); -1 where not found.  int64 all the way."""
+    want = np.asarray(want)
+    if not len(keys):
+        return np.full(len(want), -1, np.int64), np.zeros(len(want), bool)
+    if keep == "last":
+        uniq, first_rev = np.unique(keys[::-1], return_index=True)
+        row = len(keys) - 1 - first_rev
+    else:
+        uniq, row = np.unique(keys, return_index=True)
+    pos = np.minimum(np.searchsorted(uniq, want), len(uniq) - 1)
+    found = uniq[pos] == want
+    return np.where(found, np.asarray(values)[row[pos]], -1).astype(np.int64), found
