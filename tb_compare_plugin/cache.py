@@ -16,6 +16,7 @@ bound (default 8192 MB).
 """
 from __future__ import annotations
 
+import glob
 import hashlib
 import json
 import logging
@@ -70,6 +71,13 @@ class ProfileCache:
 
     def entry_path(self, fingerprint) -> str:
         return self._entry(key_of(fingerprint))
+
+    def discard(self, fingerprint) -> None:
+        """Delete ``fingerprint``'s entry, and any half-written one (a writer killed mid-``put``)."""
+        path = self.entry_path(fingerprint)
+        folder, key = os.path.split(path)
+        for p in [path] + glob.glob(os.path.join(folder, f".{key}.*")):
+            shutil.rmtree(p, ignore_errors=True)
 
     def has(self, fingerprint) -> bool:
         return os.path.exists(os.path.join(self._entry(key_of(fingerprint)), "meta.json"))

@@ -13,7 +13,6 @@ Without a usable cache the child sends the profile back through the pipe instead
 from __future__ import annotations
 
 import atexit
-import glob
 import logging
 import multiprocessing as mp
 import os
@@ -69,7 +68,7 @@ def _child_parse(fmt: str, root: str, fingerprint, cache_root: str | None, progr
         cache = ProfileCache(cache_root)
         if cache.put(fingerprint, prof):
             return ("cache", None)
-    elif handoff_root is not None and ProfileCache(handoff_root, max_bytes=1 << 62).put(("handoff", progress_path), prof):
+    elif handoff_root is not None and _handoff_cache(handoff_root).put(("handoff", progress_path), prof):
         return ("handoff", None)
     return ("profile", prof)
 
@@ -77,12 +76,16 @@ def _child_parse(fmt: str, root: str, fingerprint, cache_root: str | None, progr
 def _scratch_dir() -> str:
     """A private folder for progress files and hand-offs: in memory (/dev/shm) when possible,
     where writing the columns and mapping them back costs less than pickling them through a pipe."""
-    for base in ("/dev/shm", None):
-        try:
-            return tempfile.mkdtemp(prefix="tbc-pool-", dir=base)
-        except OSError:
-            continue
-    return tempfile.mkdtemp(prefix="tbc-pool-")
+    try:
+        return tempfile.mkdtemp(prefix="tbc-pool-", dir="/dev/shm")
+    except OSError:
+        return tempfile.mkdtemp(prefix="tbc-pool-")
+
+
+def _handoff_cache(root: str):
+    """The hand-off folder, in the cache's layout (unbounded: each entry lives for one parse)."""
+    from .cache import ProfileCache
+    return ProfileCache(root, max_bytes=1 << 62)
 
 
 class ParsePool:
@@ -169,24 +172,17 @@ class ParsePool:
             except OSError:
                 pass
 
-    def _handoff_cache(self):
-        from .cache import ProfileCache
-        return ProfileCache(self._progress_dir, max_bytes=1 << 62)
-
     def _take_handoff(self, root: str, ppath: str):
         """Map the profile a child left in the hand-off folder (its files are deleted right
         after, by ``parse``; the mappings keep the data until the profile is dropped)."""
-        got = self._handoff_cache().get(("handoff", ppath))
+        got = _handoff_cache(self._progress_dir).get(("handoff", ppath))
         if got is None:
             raise LoadError(root, "the parser process's result could not be read back")
         return got
 
     def _drop_handoff(self, ppath: str) -> None:
         """Delete this parse's hand-off entry, and the half-written one of a child that died."""
-        path = self._handoff_cache().entry_path(("handoff", ppath))
-        folder, key = os.path.split(path)
-        for p in [path] + glob.glob(os.path.join(folder, f".{key}.*")):
-            shutil.rmtree(p, ignore_errors=True)
+        _handoff_cache(self._progress_dir).discard(("handoff", ppath))
 
     def shutdown(self) -> None:
         self._reset()

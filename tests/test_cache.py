@@ -116,7 +116,7 @@ def test_parse_pool_without_cache_hands_off_through_scratch_files():
         left = [os.path.join(d, f) for d, _, fs in os.walk(scratch) for f in fs]
         assert left == []
         # a child killed while writing leaves a half-written entry: the parent deletes it
-        entry = pool._handoff_cache().entry_path(("handoff", "p"))
+        entry = ProfileCache(scratch).entry_path(("handoff", "p"))
         os.makedirs(os.path.join(os.path.dirname(entry), "." + os.path.basename(entry) + ".x1"))
         pool._drop_handoff("p")
         assert os.listdir(os.path.dirname(entry)) == []
