@@ -55,13 +55,8 @@ class _Memo(dict):
         return v
 
 
-class _FlowEnd(dict):
-    """ph -> 1 for a flow start ("s"), 2 for its end ("f"), 0 for anything else."""
-    def __missing__(self, key):
-        return 0
-
-
-FLOW_END = _FlowEnd(s=1, f=2)
+FLOW_END = _Memo(lambda ph: 0)          # ph -> 1 for a flow start ("s"), 2 for its end ("f"), else 0
+FLOW_END.update(s=1, f=2)
 
 
 class _Rows:
