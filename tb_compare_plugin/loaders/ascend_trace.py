@@ -26,7 +26,7 @@ import pandas as pd
 
 from ..gcpause import gc_paused
 from . import jsonstream
-from .ascend_columns import Field, ints as _ints, objects, ts_ns
+from .ascend_columns import Field, ints as _ints, objects, plain_text, ts_ns
 from .ascend_events import (DECODER as _DECODER, G_ALL, G_DEV, G_HCCL, G_HW, G_OPS, G_PY, G_SKIP, GROUP_FIELDS,
                             HCCL as _HCCL, HW as _HW, NO_ARGS, OPS as _OPS, PY as _PY, TEXT as _TEXT,
                             TYPED_DECODER as _TYPED_DECODER, MetaArgs as _MetaArgs)
@@ -281,7 +281,7 @@ def _keys(ids: Field, rows: np.ndarray) -> np.ndarray:
         return np.zeros(0, np.int64)
     if ids.all_ints():                   # ints: equal as numbers <=> equal as text
         return pd.factorize(ids.ints(rows))[0]
-    text = objects([v if v is None or type(v) is str else str(v) for v in ids.objects(rows)])
+    text = objects([plain_text(v) for v in ids.objects(rows)])
     return pd.factorize(text)[0]
 
 
