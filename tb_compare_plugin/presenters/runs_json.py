@@ -7,6 +7,7 @@ import re
 
 _VERSION_RE = re.compile(r"(v?\d+(?:[._]\d+)*|new|old|baseline|base|target|before|after|control|test)",
                          re.I)
+_RANK_FOLDER_RE = re.compile(r"rank[_-]?\d+", re.I)
 
 
 def worker_payload(spec, store) -> dict:
@@ -49,10 +50,49 @@ def _version_free(name: str) -> str:
     return _VERSION_RE.sub("#", os.path.basename(name))
 
 
+def _versions(a: str, b: str) -> bool:
+    """Whether two folder names differ only by a version-like part (``v1``/``v2``,
+    ``base``/``new``); two ranks of one job (``rank0``/``rank1``) are not versions."""
+    a, b = os.path.basename(a), os.path.basename(b)
+    return _version_free(a) == _version_free(b) and not (_RANK_FOLDER_RE.fullmatch(a) and _RANK_FOLDER_RE.fullmatch(b))
+
+
+def _readable(run: dict) -> list[dict]:
+    return [w for w in run["workers"] if w["status"] != "error"] or run["workers"]
+
+
+def _worker_pair(a: dict, b: dict) -> tuple[str | None, str | None]:
+    """The workers a suggestion opens: the lowest rank both runs have (rank to matching rank),
+    else each run's first readable worker."""
+    wa, wb = _readable(a), _readable(b)
+    ranks_b = {w["rank"]: w for w in wb if w.get("rank") is not None}
+    for w in sorted((w for w in wa if w.get("rank") is not None), key=lambda w: w["rank"]):
+        if w["rank"] in ranks_b:
+            return w["id"], ranks_b[w["rank"]]["id"]
+    return (wa[0]["id"] if wa else None), (wb[0]["id"] if wb else None)
+
+
+def _one_folder_apart(runs: list[dict]):
+    """(a, b, i) for runs whose paths differ in exactly the folder at depth i (not the
+    last part: those share a parent), e.g. ``logs/gpu/resnet`` and ``logs/npu/resnet``."""
+    groups: dict[tuple, list[dict]] = {}
+    for r in runs:
+        parts = r["name"].split("/")
+        for i in range(len(parts) - 1):
+            groups.setdefault((i, tuple(parts[:i]), tuple(parts[i + 1:])), []).append(r)
+    for (i, _, _), rs in groups.items():
+        for j, a in enumerate(rs):
+            for b in rs[j + 1:]:
+                yield a, b, i
+
+
 def suggest_pairs(runs: list[dict]) -> list[dict]:
-    """Baseline -> target suggestions: a GPU run and an NPU run under the same parent folder
-    (GPU is the baseline), or sibling runs whose names differ only by a version-like part
-    (the lexically smaller is the baseline)."""
+    """Baseline -> target suggestions, the likeliest first (the tab opens the first):
+    a GPU run and an NPU run under the same parent folder (GPU is the baseline), or sibling
+    runs whose names differ only by a version-like part (the lexically smaller is the
+    baseline); then the same across sibling trees: runs at the same path under two folders
+    that differ, such as ``gpu/resnet`` and ``npu/resnet``. Each suggestion opens workers of
+    matching rank."""
     pairs, seen = [], set()
 
     def add(a, b, why):
@@ -60,10 +100,9 @@ def suggest_pairs(runs: list[dict]) -> list[dict]:
         if key in seen or a["name"] == b["name"]:
             return
         seen.add(key)
+        bw, tw = _worker_pair(a, b)
         pairs.append({"baseline": a["name"], "target": b["name"],
-                      "baseline_worker": a["workers"][0]["id"] if a["workers"] else None,
-                      "target_worker": b["workers"][0]["id"] if b["workers"] else None,
-                      "reason": why})
+                      "baseline_worker": bw, "target_worker": tw, "reason": why})
 
     by_parent: dict[str, list] = {}
     for r in runs:
@@ -76,9 +115,19 @@ def suggest_pairs(runs: list[dict]) -> list[dict]:
                 add(g, n, "GPU and NPU runs in the same folder")
         for i, a in enumerate(sibs):
             for b in sibs[i + 1:]:
-                if _version_free(a["name"]) == _version_free(b["name"]):
+                if _versions(a["name"], b["name"]):
                     lo, hi = sorted((a, b), key=lambda r: r["name"])
                     add(lo, hi, "run names differ only by a version-like part")
+    for a, b, i in _one_folder_apart(runs):
+        da, db = run_device(a), run_device(b)
+        fa, fb = a["name"].split("/")[i], b["name"].split("/")[i]
+        if {da, db} == {"GPU", "NPU"}:
+            g, n = (a, b) if da == "GPU" else (b, a)
+            fg, fn = (fa, fb) if da == "GPU" else (fb, fa)
+            add(g, n, f"GPU and NPU runs at the same path under {fg}/ and {fn}/")
+        elif _versions(fa, fb):
+            (lo, flo), (hi, fhi) = sorted(((a, fa), (b, fb)), key=lambda x: x[0]["name"])
+            add(lo, hi, f"runs at the same path under {flo}/ and {fhi}/, which differ only by a version-like part")
     return pairs
 
 
