@@ -58,7 +58,6 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--use-input-shape", action="store_true", help="match ops by name and input shapes")
     m.add_argument("--max-kernel-num", type=int, metavar="N",
                    help="compare the children of matched ops that launch more than N kernels (N > 3)")
-    m.add_argument("--gpu-flow-cat", metavar="CAT", help="flow event category linking GPU ops to kernels")
     p.add_argument("--wide", action="store_true", help="wider table with counts and group names")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     p.add_argument("--no-cache", action="store_true",
@@ -127,15 +126,13 @@ def make_options(args):
     from .engines.name_map import parse_name_map
     if args.max_kernel_num is not None and args.max_kernel_num <= 3:
         raise CliError("--max-kernel-num must be greater than 3")
-    if args.gpu_flow_cat is not None and not (0 < len(args.gpu_flow_cat) <= 64):
-        raise CliError("--gpu-flow-cat must be 1 to 64 characters")
     try:
         name_map = parse_name_map(args.op_name_map) if args.op_name_map else ()
     except Exception as e:  # noqa: BLE001 - YAML/JSON parser errors of any kind
         raise CliError(f"--op-name-map: not a valid name map ({' '.join(str(e).split())[:200]})")
     return Options(base_step=args.base_step, target_step=args.target_step, per_step=args.per_step,
                    op_name_map=name_map, use_input_shape=args.use_input_shape,
-                   max_kernel_num=args.max_kernel_num, gpu_flow_cat=args.gpu_flow_cat,
+                   max_kernel_num=args.max_kernel_num,
                    disable_details=args.disable_details, disable_module=args.disable_module)
 
 

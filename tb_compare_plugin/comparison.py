@@ -17,7 +17,6 @@ class Options:
     op_name_map: tuple = ()               # ((from, to), ...)
     use_input_shape: bool = False
     max_kernel_num: int | None = None
-    gpu_flow_cat: str | None = None
     disable_details: bool = False
     disable_module: bool = False          # operator sheets even when both sides have modules
 
