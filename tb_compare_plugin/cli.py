@@ -38,6 +38,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="divide each side by its number of steps (automatic when the step counts differ)")
     g.add_argument("--raw", dest="per_step", action="store_const", const=False,
                    help="never divide by the step count (the reference's figures)")
+    p.add_argument("--reference-compat", action="store_true",
+                   help="overall figures as msprof-analyze compare computes them, its known errors included "
+                        "(docs/deviations.md); raw figures unless --per-step is given")
     p.add_argument("--json", metavar="FILE", help="write the whole result as JSON to FILE ('-' for stdout)")
     p.add_argument("--xlsx", metavar="FILE", help="write the comparison workbook (the reference's sheets, "
                                                   "then ours) to FILE")
@@ -133,7 +136,8 @@ def make_options(args):
     return Options(base_step=args.base_step, target_step=args.target_step, per_step=args.per_step,
                    op_name_map=name_map, use_input_shape=args.use_input_shape,
                    max_kernel_num=args.max_kernel_num,
-                   disable_details=args.disable_details, disable_module=args.disable_module)
+                   disable_details=args.disable_details, disable_module=args.disable_module,
+                   reference_compat=args.reference_compat)
 
 
 def selected_sheets(args):

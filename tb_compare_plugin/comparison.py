@@ -19,6 +19,7 @@ class Options:
     max_kernel_num: int | None = None
     disable_details: bool = False
     disable_module: bool = False          # operator sheets even when both sides have modules
+    reference_compat: bool = False        # overall figures as msprof-analyze compare makes them
 
     def key(self) -> tuple:
         return tuple(sorted(asdict(self).items()))
@@ -57,7 +58,8 @@ class Comparison:
         from .engines.overall import compare_overall
         o = self.options
         return self._memo("overall", lambda: compare_overall(
-            self.base, self.target, base_step=o.base_step, target_step=o.target_step, per_step=o.per_step))
+            self.base, self.target, base_step=o.base_step, target_step=o.target_step, per_step=o.per_step,
+            reference_compat=o.reference_compat))
 
     def communication(self):
         from .engines.communication import compare_communication

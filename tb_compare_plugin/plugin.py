@@ -147,8 +147,11 @@ class ProfileComparePlugin(base_plugin.TBPlugin):
         per = arg(request, "per_step", required=False)
         if per not in (None, "0", "1", "auto"):
             raise HttpError(400, "per_step must be 0, 1 or auto")
+        compat = arg(request, "reference_compat", required=False)
+        if compat not in (None, "0", "1"):
+            raise HttpError(400, "reference_compat must be 0 or 1")
         opts = Options(base_step=int_arg(request, "base_step"), target_step=int_arg(request, "target_step"),
-                       per_step=None if per in (None, "auto") else per == "1")
+                       per_step=None if per in (None, "auto") else per == "1", reference_compat=compat == "1")
         key = (base.fingerprint, target.fingerprint, opts.key())
         self._ensure_backends()
         hit = self._comparisons.peek(key)
@@ -232,7 +235,7 @@ class ProfileComparePlugin(base_plugin.TBPlugin):
         from .presenters.xlsx_workbook import workbook_filename, write_workbook
         body = json_body(request)
         args = {}
-        for k in ("baseline", "target", "base_step", "target_step", "per_step"):
+        for k in ("baseline", "target", "base_step", "target_step", "per_step", "reference_compat"):
             v = body.get(k)
             if v is not None:
                 if not isinstance(v, (str, int)) or isinstance(v, bool):
@@ -278,9 +281,13 @@ class ProfileComparePlugin(base_plugin.TBPlugin):
             target = self._spec(arg(request, "target"))
         except HttpError:
             return None
+        compat = request.args.get("reference_compat")
+        if compat not in (None, "", "0", "1"):
+            return None                     # _comparison answers 400
         self._ensure_backends()
         return ["overall", base.id, base.fingerprint, target.id, target.fingerprint,
-                request.args.get("base_step"), request.args.get("target_step"), request.args.get("per_step")]
+                request.args.get("base_step"), request.args.get("target_step"), request.args.get("per_step"),
+                compat == "1"]
 
     def _runs(self, request):
         snap = self._scanner.snapshot

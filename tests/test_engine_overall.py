@@ -11,6 +11,8 @@ import json
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tb_compare_plugin.engines import kernel_classes as kc
 from tb_compare_plugin.engines.overall import StepError, breakdown, compare_overall
@@ -19,6 +21,7 @@ from tb_compare_plugin.engines.overall_steps import select
 from tb_compare_plugin.model import (KIND_COMM, KIND_COMPUTE, KIND_MEMCPY, Profile, ProfileMeta, SymbolTable,
                                      make_table)
 
+import interval_oracle as oracle
 from conftest import CORPUS, GOLDEN, needs_corpus
 
 # ------------------------------------------------------------------------------------ helpers
@@ -406,27 +409,49 @@ def test_screen_table_reference_compat(pair, golden, profiles):
     assert [[c.strip() for c in r] for r in got["rows"]] == want["rows"]
 
 
-def test_vectorised_subtract_matches_the_model_helper():
-    from tb_compare_plugin.engines.overall_npu import subtract
-    from tb_compare_plugin.model.intervals import subtract as slow, total_length
-    rng = np.random.default_rng(11)
-    for _ in range(30):
-        a_s = rng.integers(0, 1000, 20)
-        a_e = a_s + rng.integers(0, 100, 20)
-        b_s = rng.integers(0, 1000, 15)
-        b_e = b_s + rng.integers(0, 100, 15)
-        s1, e1 = subtract(a_s, a_e, b_s, b_e)
-        s2, e2 = slow(a_s, a_e, b_s, b_e)
-        assert total_length(s1, e1) == int((e2 - s2).sum())
-        assert (e1 > s1).all()
+# Intervals as drawn by hypothesis: small coordinates (many overlaps, touching ends, empty
+# pieces) or ns-scale epoch timestamps (int64 arithmetic near 1.7e18).
+_BASES = st.sampled_from([0, 1_736_408_883_688_177_930])
+_PIECES = st.lists(st.tuples(st.integers(0, 200), st.integers(0, 40)), max_size=25)
 
 
-def test_vectorised_intersect_matches_the_model_helper():
-    from tb_compare_plugin.engines.overall_npu import intersect
-    from tb_compare_plugin.model.intervals import overlap_length
-    rng = np.random.default_rng(5)
-    for _ in range(30):
-        a_s, b_s = rng.integers(0, 1000, 25), rng.integers(0, 1000, 10)
-        a_e, b_e = a_s + rng.integers(0, 80, 25), b_s + rng.integers(0, 200, 10)
-        s, e = intersect(a_s, a_e, b_s, b_e)
-        assert int((e - s).sum()) == overlap_length(a_s, a_e, b_s, b_e)
+def _arrays(base, pieces):
+    s = np.array([base + x for x, _ in pieces], np.int64)
+    return s, s + np.array([d for _, d in pieces], np.int64)
+
+
+def _pieces(s, e):
+    got = list(zip(s.tolist(), e.tolist()))
+    assert all(b > a for a, b in got), "an empty piece"
+    assert all(got[i][1] <= got[i + 1][0] for i in range(len(got) - 1)), "pieces unsorted or overlapping"
+    return got
+
+
+@settings(max_examples=200, deadline=None)
+@given(_BASES, _PIECES, _PIECES)
+def test_subtract_and_intersect_match_the_slow_oracle(base, a, b):
+    """What the NPU overall engine uses for uncovered communication and group overlaps,
+    against pure-Python interval algebra (tests/interval_oracle.py)."""
+    from tb_compare_plugin.engines.overall_npu import intersect, subtract
+    a_s, a_e = _arrays(base, a)
+    b_s, b_e = _arrays(base, b)
+    la, lb = list(zip(a_s.tolist(), a_e.tolist())), list(zip(b_s.tolist(), b_e.tolist()))
+    diff = _pieces(*subtract(a_s, a_e, b_s, b_e))
+    assert oracle.union(diff) == oracle.subtract(la, lb)
+    both = _pieces(*intersect(a_s, a_e, b_s, b_e))
+    assert both == oracle.intersect(la, lb)              # non-touching pieces: exactly the oracle's
+    assert oracle.length(both) + oracle.length(diff) == oracle.length(la)
+
+
+@settings(max_examples=100, deadline=None)
+@given(_BASES, _PIECES, _PIECES)
+def test_union_and_overlap_length_match_the_slow_oracle(base, a, b):
+    from tb_compare_plugin.model.intervals import overlap_length, total_length, union
+    a_s, a_e = _arrays(base, a)
+    b_s, b_e = _arrays(base, b)
+    la, lb = list(zip(a_s.tolist(), a_e.tolist())), list(zip(b_s.tolist(), b_e.tolist()))
+    us, ue = union(a_s, a_e)
+    got = [(x, y) for x, y in zip(us.tolist(), ue.tolist()) if y > x]   # union keeps empty pieces alone
+    assert got == oracle.union(la)
+    assert total_length(a_s, a_e) == oracle.length(la)
+    assert overlap_length(a_s, a_e, b_s, b_e) == oracle.length(oracle.intersect(la, lb))

@@ -61,6 +61,30 @@ def test_route_equals_cli():
     assert route["baseline"] == cli["baseline"] and route["target"] == cli["target"]
 
 
+
+def test_reference_compat_route_equals_cli_and_says_so():
+    """The same switch on the route (``reference_compat=1``) and the CLI (``--reference-compat``)
+    gives the same figures, marked in the JSON; it is part of the cache keys (the default
+    figures, asked for first, are not served again)."""
+    c = make_client(SAMPLES)
+    body = {"baseline": RUNS["baseline_gpu"][0], "target": RUNS["target_npu"][0]}
+    ours = c.post(PREFIX + "/compare/overall", data=json.dumps(body), content_type="application/json")
+    assert ours.status_code == 200, ours.get_data()[:300]
+    ours = json.loads(ours.get_data())
+    r = c.post(PREFIX + "/compare/overall", data=json.dumps({**body, "reference_compat": 1}),
+               content_type="application/json")
+    assert r.status_code == 200, r.get_data()[:300]
+    route = json.loads(r.get_data())
+    cli = cli_json("baseline_gpu", "target_npu", "--reference-compat")
+    assert route["reference_compat"] is True and cli["reference_compat"] is True
+    assert ours["reference_compat"] is False
+    assert route["overall_metrics"] == cli["overall_metrics"] and route["notes"] == cli["notes"]
+    # the reference pairs no GPU group with an NPU group (docs/deviations.md): the rows differ
+    assert [m["name"] for m in route["overall_metrics"]] != [m["name"] for m in ours["overall_metrics"]]
+    assert any("Reference-compatible" in n for n in route["notes"])
+    bad = c.get(PREFIX + "/compare/overall", query_string={**body, "reference_compat": "yes"})
+    assert bad.status_code == 400
+
 def test_parts_add_up_to_e2e():
     for base, target in (("baseline_gpu", "target_npu"), ("target_npu", "target_npu_v2")):
         r = rows(cli_json(base, target))

@@ -320,11 +320,14 @@ def compare_overall(base, target, base_step: int | None = None, target_step: int
     """Both sides' breakdowns as OverallMetrics rows (see module docstring and docs/api.md).
 
     ``per_step``: None = divide each side by the number of steps it covers (1 when a step
-    was chosen) when the two numbers differ; True = always divide; False = raw figures.
+    was chosen) when the two numbers differ, or raw figures in ``reference_compat`` mode (the
+    reference never divides); True = always divide; False = raw figures.
     """
     b = breakdown(base, base_step, reference_compat, top)
     t = breakdown(target, target_step, reference_compat, top)
     notes: list[str] = []
+    if per_step is None and reference_compat:
+        per_step = False
     differ = b.steps_count != t.steps_count
     if per_step is None:
         per_step = differ

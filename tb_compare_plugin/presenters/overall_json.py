@@ -13,6 +13,8 @@ def overall_payload(cmp) -> dict:
     out = {
         "baseline": side_block(cmp.base_side, cmp.base, cmp.options.base_step),
         "target": side_block(cmp.target_side, cmp.target, cmp.options.target_step),
+        # which figures these are: ours (False) or msprof-analyze compare's (True, docs/deviations.md)
+        "reference_compat": bool(cmp.options.reference_compat),
     }
     for k, v in res.items():
         if k in ("baseline", "target") and isinstance(v, dict):
