@@ -1,22 +1,20 @@
 /**
- * The tab's controller: owns the state, the runs listing, the picker, the view tabs and the
- * content area; loads workers before comparing (POST load, poll runs with progress), keeps
- * the URL hash in sync and refreshes on TensorBoard's reload.
+ * The tab's controller: owns the state, the runs listing, the picker, the settings, the view
+ * tabs and the content area; opens the top suggested pair when the URL holds no choice,
+ * loads workers before comparing (POST load, poll runs with progress), draws the current view
+ * from the view registry, keeps the URL hash in sync and refreshes on TensorBoard's reload.
  */
-import {ApiError, clearCache, fetchReady, getJSON, isLoading, postJSON, Stale, url} from "./api";
+import {ApiError, clearCache, getJSON, isLoading, postJSON, Stale} from "./api";
 import {h, replace, sleep} from "./dom";
-import {renderOverview, VIEW_LABEL} from "./overview";
-import {findWorker, Picker, type SideKey} from "./picker";
+import {findWorker, pairSides, Picker, type SideKey} from "./picker";
+import {availableViews, type ViewCtx, viewDef, viewLabel, views} from "./registry";
+import {Settings} from "./settings";
 import {currentHash, defaultQuery, hashMatches, hashTab, PLUGIN, type SideSel, type State, stateFromHash,
-        type TableQuery, VIEWS, type ViewName, watchHash, writeHash} from "./state";
+        type TableQuery, type ViewName, watchHash, writeHash} from "./state";
 import {connectHost} from "./tbhost";
-import type {Env, OverallResponse, RunsResponse, Worker} from "./types";
-import {renderCommView} from "./commview";
-import {renderMemoryView} from "./memview";
-import {failure, pairParams, progressBox, renderTableView} from "./views";
+import type {Env, RunsResponse, Worker} from "./types";
+import {failure, progressBox} from "./views";
 import {framedCrossOrigin, Workbook} from "./workbook";
-
-const NEEDS: Partial<Record<ViewName, string>> = {memory: "memory", module: "modules", communication: "communication"};
 
 export class App {
   private st: State;
@@ -25,20 +23,25 @@ export class App {
   private seq = 0;
   private shownKey = "";
   private requested = new Set<string>();
+  /** A pair was chosen (in the URL, by the user, or opened once from the suggestions): never open one again. */
+  private chosen: boolean;
   private readonly root = h("div", {id: "compare"});
   private readonly banner = h("div", {role: "alert"});
   private readonly tabs = h("div", {class: "tabs", role: "tablist", "aria-label": "Comparison views"});
   private readonly content = h("main", {class: "content", id: "pc-content", role: "tabpanel", tabindex: "-1"});
   private readonly workbook = new Workbook();
+  private readonly settings = new Settings({onCompat: (on) => this.set({compat: on})});
   private readonly picker: Picker;
 
   constructor() {
     this.st = stateFromHash(currentHash());
+    this.chosen = !!(this.st.base || this.st.target);
+    this.settings.update(this.st);
     this.picker = new Picker({
       onSide: (side, sel) => this.setSide(side, sel),
       onSwap: () => this.set({base: this.st.target, target: this.st.base}),
       onPair: (base, target) => this.set({base, target}),
-    }, this.workbook.el);
+    }, h("div", {class: "pc-tools"}, this.workbook.el, this.settings.el));
   }
 
   async start(): Promise<void> {
@@ -64,17 +67,31 @@ export class App {
   private set(patch: Partial<State>, render = true): void {
     const pairChanged = ("base" in patch || "target" in patch) &&
       JSON.stringify(["base" in patch ? patch.base : this.st.base, "target" in patch ? patch.target : this.st.target]) !== JSON.stringify([this.st.base, this.st.target]);
+    if ("base" in patch || "target" in patch) this.chosen = true;
     this.st = {...this.st, ...patch};
     if (pairChanged) {                 // another pair: start each table on its first page
       const tables: State["tables"] = {};
-      for (const [v, q] of Object.entries(this.st.tables)) tables[v as ViewName] = {...q, offset: 0};
+      for (const [v, q] of Object.entries(this.st.tables)) if (q) tables[v] = {...q, offset: 0};
       this.st.tables = tables;
     }
     writeHash(this.st);
     this.picker.update(this.runs, this.st);
     this.workbook.update(this.st, this.env);
+    this.settings.update(this.st);
     this.drawTabs();
     if (render) this.show(false);
+  }
+
+  /** Without a choice in the URL or from the user, open the top suggested pair (once). */
+  private openSuggested(): void {
+    if (this.chosen || !this.runs) return;
+    for (const p of this.runs.pairs ?? []) {
+      const sides = pairSides(this.runs, p);
+      if (sides) {
+        this.set({base: sides[0], target: sides[1]}, false);
+        return;
+      }
+    }
   }
 
   private setSide(side: SideKey, sel: SideSel | null): void {
@@ -94,9 +111,11 @@ export class App {
       return;
     }
     const next = stateFromHash(hash);
+    if (next.base || next.target) this.chosen = true;
     this.st = {...next, tables: {...this.st.tables, ...next.tables}};
     this.picker.update(this.runs, this.st);
     this.workbook.update(this.st, this.env);
+    this.settings.update(this.st);
     this.drawTabs();
     this.show(false);
   }
@@ -104,7 +123,9 @@ export class App {
   private keepHash(): void {
     const hash = currentHash();
     const tab = hashTab(hash);
-    if ((!tab || tab === PLUGIN) && (this.st.base || this.st.target) && !hash.includes(`p.${PLUGIN}.`)) writeHash(this.st);
+    if ((!tab || tab === PLUGIN) && (this.st.base || this.st.target || this.st.compat) && !hash.includes(`p.${PLUGIN}.`)) {
+      writeHash(this.st);
+    }
   }
 
   // -- data ----------------------------------------------------------------------------
@@ -118,54 +139,52 @@ export class App {
     } catch (e) {
       replace(this.banner, h("div", {class: "notice error"}, `Cannot list runs: ${(e as Error).message}`));
     }
+    this.openSuggested();
     this.picker.update(this.runs, this.st);
     this.workbook.update(this.st, this.env);
     this.drawTabs();
   }
 
   private available(): Set<ViewName> {
-    const out = new Set<ViewName>(VIEWS);
-    const b = findWorker(this.runs, this.st.base?.worker), t = findWorker(this.runs, this.st.target?.worker);
-    // a worker's `has` flags are known only once it is parsed
-    const lacks = (w: Worker | null, flag: string) => w?.status === "ok" && !!w.has && w.has[flag] === false;
-    for (const [view, flag] of Object.entries(NEEDS)) {
-      const gone = view === "module" ? lacks(b, flag) || lacks(t, flag) : lacks(b, flag) && lacks(t, flag);
-      if (gone) out.delete(view as ViewName);
-    }
-    return out;
+    return availableViews(findWorker(this.runs, this.st.base?.worker), findWorker(this.runs, this.st.target?.worker));
   }
 
   // -- tabs ----------------------------------------------------------------------------
   private drawTabs(): void {
     const avail = this.available();
+    const names = views().map((d) => d.name);
     if (!this.tabs.childElementCount) {
-      this.tabs.append(...VIEWS.map((v) => h("button", {
-        class: "tab", type: "button", role: "tab", id: `tab-${v}`, "data-view": v, "aria-controls": "pc-content",
-        onClick: () => this.set({view: v}),
-      }, VIEW_LABEL[v])));
+      this.tabs.append(...views().map((d) => h("button", {
+        class: "tab", type: "button", role: "tab", id: `tab-${d.name}`, "data-view": d.name, "aria-controls": "pc-content",
+        onClick: () => this.set({view: d.name}),
+      }, d.label)));
       this.tabs.addEventListener("keydown", (ev: KeyboardEvent) => {
-        const i = VIEWS.indexOf(this.st.view);
-        const j = ev.key === "ArrowRight" ? (i + 1) % VIEWS.length : ev.key === "ArrowLeft" ? (i + VIEWS.length - 1) % VIEWS.length
-          : ev.key === "Home" ? 0 : ev.key === "End" ? VIEWS.length - 1 : -1;
+        const i = names.indexOf(this.st.view), n = names.length;
+        const j = ev.key === "ArrowRight" ? (i + 1) % n : ev.key === "ArrowLeft" ? (i + n - 1) % n
+          : ev.key === "Home" ? 0 : ev.key === "End" ? n - 1 : -1;
         if (j < 0) return;
         ev.preventDefault();
-        this.set({view: VIEWS[j]});
-        (this.tabs.querySelector(`#tab-${VIEWS[j]}`) as HTMLElement | null)?.focus();
+        this.openView(names[j]);
       });
     }
     for (const b of Array.from(this.tabs.children) as HTMLElement[]) {
       const v = b.dataset.view as ViewName;
       b.setAttribute("aria-selected", String(v === this.st.view));
       b.tabIndex = v === this.st.view ? 0 : -1;
-      b.title = avail.has(v) ? VIEW_LABEL[v] : `${VIEW_LABEL[v]} (the profiles may lack the data for this view)`;
+      b.title = avail.has(v) ? viewLabel(v) : `${viewLabel(v)} (the profiles may lack the data for this view)`;
     }
+  }
+
+  private openView(name: ViewName): void {
+    this.set({view: name});
+    (this.tabs.querySelector(`#tab-${name}`) as HTMLElement | null)?.focus();
   }
 
   // -- content -------------------------------------------------------------------------
   private contentKey(): string {
     const s = this.st;
-    return JSON.stringify([s.base, s.target, s.view, s.view === "overview" ? s.perStep : null,
-                           s.view === "operator" ? this.query("operator").sub : null]);
+    const key = viewDef(s.view)?.renderKey?.({query: this.query(s.view), perStep: s.perStep});
+    return JSON.stringify([s.base, s.target, s.compat, s.view, key ?? null]);
   }
 
   private show(force: boolean): void {
@@ -190,41 +209,17 @@ export class App {
     }
     const ok = await this.ensureLoaded([["Baseline", base.worker], ["Target", target.worker]], alive);
     if (!ok || !alive()) return;
-    const ctx = {
-      base, target, jump: this.env?.vscode === true || framedCrossOrigin(), alive,
-      query: this.query(view),
+    const def = viewDef(view);
+    if (!def) return;
+    const ctx: ViewCtx = {
+      base, target, compat: this.st.compat, perStep: this.st.perStep, query: this.query(view),
+      jump: this.env?.vscode === true || framedCrossOrigin(), available: this.available(), alive,
       onQuery: (q: TableQuery, rerender = false) => this.set({tables: {...this.st.tables, [view]: q}}, rerender),
+      onPerStep: (v: boolean) => this.set({perStep: v}),
+      onView: (v: string) => this.openView(v),
+      worker: (side) => findWorker(this.runs, (side === "base" ? base : target).worker),
     };
-    if (view === "overview") await this.renderOverview(alive);
-    else if (view === "memory") await renderMemoryView(this.content, ctx);
-    else if (view === "communication") await renderCommView(this.content, ctx);
-    else await renderTableView(view, this.content, ctx);
-  }
-
-  private async renderOverview(alive: () => boolean): Promise<void> {
-    const {base, target, perStep} = this.st;
-    if (!base || !target) return;
-    replace(this.content, progressBox("Comparing baseline and target", null));
-    const u = url("compare/overall", {...pairParams(base, target), per_step: perStep === null ? null : perStep ? "1" : "0"});
-    try {
-      const data = await fetchReady<OverallResponse>(u, alive, (l) => {
-        if (alive()) replace(this.content, progressBox("Comparing baseline and target", l));
-      });
-      if (!alive()) return;
-      const b = findWorker(this.runs, base.worker), t = findWorker(this.runs, target.worker);
-      const nb = base.step !== null ? 1 : b?.steps?.length ?? 0, nt = target.step !== null ? 1 : t?.steps?.length ?? 0;
-      replace(this.content, renderOverview({
-        data, perStep, stepsDiffer: nb > 0 && nt > 0 && nb !== nt, available: this.available(),
-        onPerStep: (v) => this.set({perStep: v}),
-        onView: (v) => {
-          this.set({view: v});
-          (this.tabs.querySelector(`#tab-${v}`) as HTMLElement | null)?.focus();
-        },
-      }));
-    } catch (e) {
-      if (e instanceof Stale || !alive()) return;
-      replace(this.content, failure("The overall comparison", e));
-    }
+    await def.render(this.content, ctx);
   }
 
   /** Parse both workers if needed, showing progress; false (with a message shown) if one cannot be read. */

@@ -9,7 +9,8 @@ import {h, replace} from "./dom";
 import {metricTable} from "./metrics";
 import {uniqueNotes} from "./overview";
 import type {MetricRow, OverallResponse} from "./types";
-import {failure, pairParams, progressBox, type ViewCtx} from "./views";
+import type {ViewCtx, ViewDef} from "./registry";
+import {failure, pairParams, progressBox} from "./views";
 
 /** The depth-0 communication rows of the overall metrics with everything under them. */
 function commMetrics(rows: MetricRow[]): MetricRow[] {
@@ -23,13 +24,13 @@ function commMetrics(rows: MetricRow[]): MetricRow[] {
   return out;
 }
 
-export async function renderCommView(host: HTMLElement, ctx: ViewCtx): Promise<void> {
+async function renderCommView(host: HTMLElement, ctx: ViewCtx): Promise<void> {
   const timeBox = h("div", null, progressBox("Loading the communication time", null));
   const notesBox = h("div");
   const opsBox = h("div", null, progressBox("Loading the collectives", null));
   replace(host, h("h2", {style: {marginTop: "0"}}, "Communication time"), timeBox,
           h("h2", null, "Collectives"), notesBox, opsBox);
-  const pair = pairParams(ctx.base, ctx.target);
+  const pair = pairParams(ctx.base, ctx.target, ctx.compat);
   const time = (async () => {
     try {
       const data = await fetchReady<OverallResponse>(url("compare/overall", pair), ctx.alive,
@@ -61,3 +62,6 @@ export async function renderCommView(host: HTMLElement, ctx: ViewCtx): Promise<v
   })();
   await Promise.all([time, ops]);
 }
+
+export const communicationView: ViewDef = {name: "communication", label: "Communication", needs: ["communication"],
+                                             render: renderCommView};

@@ -11,7 +11,8 @@ import {COLORS, kpi} from "./overview";
 import {defaultQuery, type TableQuery} from "./state";
 import {staticTable} from "./table";
 import type {Column, CurveSide, MemoryCurve, Peak} from "./types";
-import {failure, pairParams, progressBox, showTable, type ViewCtx} from "./views";
+import type {ViewCtx, ViewDef} from "./registry";
+import {failure, pairParams, progressBox, showTable} from "./views";
 
 function peaks(side: CurveSide): Peak[] {
   const p = side.peak;
@@ -61,7 +62,7 @@ const ATTRIBUTION_COLUMNS: Column[] = [
   {key: "b_bytes", label: "Base at Peak", type: "bytes"}, {key: "t_bytes", label: "Target at Peak", type: "bytes"},
   {key: "diff_bytes", label: "Diff", type: "bytes"}];
 
-export async function renderMemoryView(host: HTMLElement, ctx: ViewCtx): Promise<void> {
+async function renderMemoryView(host: HTMLElement, ctx: ViewCtx): Promise<void> {
   const kpiBox = h("div");
   const curveBox = h("div", {class: "panel"}, progressBox("Loading the memory curves", null));
   const peakNote = h("p", {class: "muted intro"}, "Memory allocated before each side's peak and still live at it, "
@@ -73,7 +74,7 @@ export async function renderMemoryView(host: HTMLElement, ctx: ViewCtx): Promise
   let attribution: MemoryCurve["attribution"] = [];
   const curve = (async () => {
     try {
-      const data = await fetchReady<MemoryCurve>(url("compare/memory_curve", pairParams(ctx.base, ctx.target)), ctx.alive,
+      const data = await fetchReady<MemoryCurve>(url("compare/memory_curve", pairParams(ctx.base, ctx.target, ctx.compat)), ctx.alive,
                                                  (l) => { if (ctx.alive()) replace(curveBox, progressBox("Comparing memory", l)); });
       if (!ctx.alive()) return;
       attribution = Array.isArray(data.attribution) ? data.attribution : [];
@@ -100,3 +101,5 @@ export async function renderMemoryView(host: HTMLElement, ctx: ViewCtx): Promise
     replace(peakBox, staticTable(ATTRIBUTION_COLUMNS, attribution.slice(0, 20), "Peak attribution"));
   }
 }
+
+export const memoryView: ViewDef = {name: "memory", label: "Memory", needs: ["memory"], render: renderMemoryView};

@@ -6,7 +6,7 @@
 import {type BarRow, type Segment, stackedBars, type Step, waterfall} from "./charts";
 import {h} from "./dom";
 import {fmtCount, fmtNum, fmtRatio, fmtSigned, higherIsBetter, isNum, verdict} from "./format";
-import type {ViewName} from "./state";
+import {viewLabel} from "./registry";
 import {commTable, isCommRows} from "./comm";
 import {metricTable} from "./metrics";
 import {autoColumns, staticTable} from "./table";
@@ -16,9 +16,9 @@ export interface OverviewCtx {
   data: OverallResponse;
   perStep: boolean | null;
   stepsDiffer: boolean;
-  available: Set<ViewName>;
+  available: Set<string>;
   onPerStep(v: boolean): void;
-  onView(v: ViewName): void;
+  onView(v: string): void;
 }
 
 export const COLORS = {base: "#1a73e8", tgt: "#e8710a"};
@@ -116,7 +116,7 @@ function waterfallSteps(rows: MetricRow[], e2e: MetricRow): Step[] {
 
 interface HintRule {
   re: RegExp;
-  views: ViewName[];
+  views: string[];
   why: string;
 }
 
@@ -128,10 +128,6 @@ const HINTS: HintRule[] = [
   {re: /matmul|conv|flash|attention|vector|cube|mc2|lccl|tensor move|sdma|computing|other/i,
    views: ["operator", "kernel", "module"], why: "which operators and kernels"},
 ];
-
-const VIEW_LABEL: Record<ViewName, string> = {overview: "Overview", operator: "Operator", module: "Module",
-  kernel: "Kernel", api: "API", communication: "Communication", memory: "Memory"};
-export {VIEW_LABEL};
 
 /** The depth-0 ancestor of each row (itself for depth 0). */
 function topOf(rows: MetricRow[]): MetricRow[] {
@@ -199,7 +195,7 @@ function hintItem(v: string, name: string, delta: string, rule: HintRule | undef
   return h("li", {class: v, "data-metric": name}, h("b", null, name), " ", h("span", {class: v}, delta),
            rule ? h("span", {class: "muted"}, ` — ${rule.why}${views.length ? ": " : ""}`) : null,
            ...views.flatMap((x, i) => [i ? ", " : "", h("button", {class: "linkish", type: "button", "data-view": x,
-                                                                   onClick: () => ctx.onView(x)}, `${VIEW_LABEL[x]} view`)]));
+                                                                   onClick: () => ctx.onView(x)}, `${viewLabel(x)} view`)]));
 }
 
 /** A headline figure: baseline → target, then the signed difference (and `extra`, e.g. the same in MiB). */

@@ -30,6 +30,17 @@ export function runDevices(r: Run): string {
 
 const selectable = (w: Worker) => w.status !== "error";
 
+/** The two sides a suggested pair opens (its named workers, else each run's first readable one). */
+export function pairSides(runs: RunsResponse | null, p: Pair): [SideSel, SideSel] | null {
+  const pick = (runName: string, wid: string | null | undefined): SideSel | null => {
+    const r = runs?.runs.find((x) => x.name === runName);
+    const w = r?.workers.find((x) => x.id === wid && selectable(x)) ?? r?.workers.find(selectable);
+    return w ? {worker: w.id, step: null} : null;
+  };
+  const b = pick(p.baseline, p.baseline_worker), t = pick(p.target, p.target_worker);
+  return b && t ? [b, t] : null;
+}
+
 function workerText(w: Worker): string {
   const bits = [w.name];
   if (w.rank !== null && w.rank !== undefined && !w.name.includes(String(w.rank))) bits.push(`rank ${w.rank}`);
@@ -170,13 +181,8 @@ export class Picker {
       return;
     }
     const runsBy = new Map((this.runs?.runs ?? []).map((r) => [r.name, r]));
-    const pick = (runName: string, wid: string | null | undefined): SideSel | null => {
-      const r = runsBy.get(runName);
-      const w = r?.workers.find((x) => x.id === wid && selectable(x)) ?? r?.workers.find(selectable);
-      return w ? {worker: w.id, step: null} : null;
-    };
     replace(this.suggest, h("span", {class: "muted"}, "Suggested:"), ...pairs.map((p) => {
-      const b = pick(p.baseline, p.baseline_worker), t = pick(p.target, p.target_worker);
+      const [b, t] = pairSides(this.runs, p) ?? [null, null];
       const active = !!b && !!t && st.base?.worker === b.worker && st.target?.worker === t.worker;
       const dev = (n: string) => {
         const r = runsBy.get(n);

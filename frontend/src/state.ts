@@ -2,13 +2,15 @@
  * The UI state and its home in the TensorBoard page's URL hash
  * (`#profile_compare&p.profile_compare.b=...`), so a comparison can be shared and survives reload.
  * GetURLPluginData is unreliable (see the plugin notes), so the parent's hash is read directly.
+ * Which view names exist comes from the view registry.
  */
+import {homeView, viewDef} from "./registry";
 
 export const PLUGIN = "profile_compare";
 const PREFIX = `p.${PLUGIN}.`;
 
-export const VIEWS = ["overview", "operator", "module", "kernel", "api", "communication", "memory"] as const;
-export type ViewName = typeof VIEWS[number];
+/** A registered view's name (registry.ts). */
+export type ViewName = string;
 
 export interface SideSel {
   worker: string;
@@ -30,14 +32,15 @@ export interface State {
   target: SideSel | null;
   view: ViewName;
   perStep: boolean | null;   // null: the server's default
+  compat: boolean;           // reference figures (msprof-analyze compatible), `reference_compat=1`
   tables: Partial<Record<ViewName, TableQuery>>;
 }
 
 export const DEFAULT_LIMIT = 50;
 
-/** Rows per page when the user has not chosen: the module tree reads best whole. */
+/** Rows per page when the user has not chosen: the view's own (the module tree reads best whole). */
 export function defaultLimit(view: ViewName | null | undefined): number {
-  return view === "module" ? 500 : DEFAULT_LIMIT;
+  return viewDef(view)?.limit ?? DEFAULT_LIMIT;
 }
 
 export function defaultQuery(view?: ViewName): TableQuery {
@@ -45,7 +48,7 @@ export function defaultQuery(view?: ViewName): TableQuery {
 }
 
 export function initialState(): State {
-  return {base: null, target: null, view: "overview", perStep: null, tables: {}};
+  return {base: null, target: null, view: homeView(), perStep: null, compat: false, tables: {}};
 }
 
 export function runOf(workerId: string): string {
@@ -115,10 +118,11 @@ export function stateFromHash(hash: string): State {
   if (b) st.base = {worker: b, step: intOrNull(k.get("bs"))};
   if (t) st.target = {worker: t, step: intOrNull(k.get("ts"))};
   const v = k.get("v") as ViewName | undefined;
-  if (v && (VIEWS as readonly string[]).includes(v)) st.view = v;
+  if (v && viewDef(v)) st.view = v;
   const ps = k.get("ps");
   st.perStep = ps === "1" ? true : ps === "0" ? false : null;
-  if (st.view !== "overview") {
+  st.compat = k.get("rc") === "1";
+  if (st.view !== homeView()) {
     const q = defaultQuery(st.view);
     q.sub = k.get("m") ?? "";
     q.sort = k.get("s") ?? "";
@@ -142,10 +146,11 @@ function stateKeys(st: State): Array<[string, string]> {
   add("bs", st.base?.step);
   add("t", st.target?.worker);
   add("ts", st.target?.step);
-  if (st.view !== "overview") add("v", st.view);
+  if (st.view !== homeView()) add("v", st.view);
   if (st.perStep !== null) add("ps", st.perStep ? 1 : 0);
+  if (st.compat) add("rc", 1);
   const q = st.tables[st.view];
-  if (q && st.view !== "overview") {
+  if (q && st.view !== homeView()) {
     add("m", q.sub);
     add("s", q.sort);
     add("o", q.order);

@@ -140,6 +140,16 @@ tr.kind-op td.name .label{color:#3c4043;font-family:ui-monospace,Menlo,Consolas,
 table.tree tr:not(.kind-op) td.name .label{font-weight:500}
 p.intro{margin:-4px 0 8px;font-size:12px}
 .sr-only{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0)}
+.pc-tools{display:flex;gap:8px;align-items:flex-start;justify-content:flex-end;max-width:60%}
+.pc-tools>.actions{max-width:none}
+.pc-tools .btn{white-space:nowrap}
+.settings{position:relative}
+.settings>summary{list-style:none;display:inline-flex;align-items:center;cursor:pointer;user-select:none}
+.settings>summary::-webkit-details-marker{display:none}
+.settings.on>summary{border-color:var(--accent);color:#174ea6;background:#e8f0fe}
+.settings-body{position:absolute;right:0;top:calc(100% + 4px);z-index:5;background:#fff;border:1px solid var(--line);
+border-radius:4px;padding:8px 12px;box-shadow:0 2px 8px rgba(60,64,67,.2);white-space:nowrap}
+.settings-body label{display:flex;align-items:center;gap:6px}
 `;
 
 export function injectStyles(): void {

@@ -1,28 +1,20 @@
 /**
- * The table views: server-paged `compare/<route>` tables (operator by name or per instance,
- * module tree, kernel, api, memory, memory_peak), and the shared progress / "not available"
- * notices. A 404/422 answer means "not available for this pair" and shows the server's reason.
+ * What the views share: a server-paged `compare/<route>` table (showTable), the pair's
+ * request parameters, and the progress / "not available" notices. A 404/422 answer means
+ * "not available for this pair" and shows the server's reason.
  */
 import {ApiError, fetchReady, type Loading, Stale, url} from "./api";
 import {h, replace} from "./dom";
 import {isDiffKey, isNum, MIN_DIFF_SCALE, UNIT} from "./format";
-import {VIEW_LABEL} from "./overview";
-import {defaultQuery, type SideSel, type TableQuery, type ViewName} from "./state";
+import type {ViewCtx} from "./registry";
+import type {SideSel, TableQuery} from "./state";
 import {pagedTable} from "./table";
 import type {Column, TablePage} from "./types";
 
-export interface ViewCtx {
-  base: SideSel;
-  target: SideSel;
-  query: TableQuery;
-  jump: boolean;
-  alive(): boolean;
-  /** Store the table query (in the URL hash); `rerender` when the view must be drawn anew. */
-  onQuery(q: TableQuery, rerender?: boolean): void;
-}
-
-export function pairParams(base: SideSel, target: SideSel): Record<string, string | number | null> {
-  return {baseline: base.worker, target: target.worker, base_step: base.step, target_step: target.step};
+/** The pair's parameters of every comparison route (and `export`). */
+export function pairParams(base: SideSel, target: SideSel, compat: boolean): Record<string, string | number | null> {
+  return {baseline: base.worker, target: target.worker, base_step: base.step, target_step: target.step,
+          reference_compat: compat ? 1 : null};
 }
 
 export function progressBox(what: string, l: Loading | null): HTMLElement {
@@ -46,11 +38,6 @@ export function failure(what: string, e: unknown): HTMLElement {
   return h("div", {class: "notice error", role: "alert", "data-state": "error"}, h("b", null, `${what} failed: `), msg);
 }
 
-/** The route a view's table comes from ("operator" + sub "pairs" → operator_pairs). */
-export function tableRoute(view: string, q: TableQuery): string {
-  return view === "operator" && q.sub === "pairs" ? "operator_pairs" : view;
-}
-
 /** The diff column's type per route, learnt from the first page (min |diff| is typed in its UI unit). */
 const diffTypes = new Map<string, string>();
 
@@ -63,9 +50,9 @@ function diffColumn(page: TablePage): {col: Column | undefined; named: boolean} 
           named: false};
 }
 
-function tableUrl(route: string, ctx: {base: SideSel; target: SideSel}, q: TableQuery): string {
+function tableUrl(route: string, ctx: Pick<ViewCtx, "base" | "target" | "compat">, q: TableQuery): string {
   const md = q.minDiff && isNum(Number(q.minDiff)) ? Number(q.minDiff) * (MIN_DIFF_SCALE[diffTypes.get(route) ?? ""] ?? 1) : null;
-  return url(`compare/${route}`, {...pairParams(ctx.base, ctx.target), sort: q.sort || null, order: q.sort ? q.order || null : null,
+  return url(`compare/${route}`, {...pairParams(ctx.base, ctx.target, ctx.compat), sort: q.sort || null, order: q.sort ? q.order || null : null,
                                   q: q.q || null, min_diff: md || null, offset: q.offset, limit: q.limit});
 }
 
@@ -103,25 +90,4 @@ export async function showTable(host: HTMLElement, spec: TableSpec, ctx: ViewCtx
     if (e instanceof Stale || !ctx.alive()) return;
     replace(host, failure(spec.what, e));
   }
-}
-
-/** The operator view's switch between statistics by name and per-instance pairs. */
-function operatorModes(ctx: ViewCtx): HTMLElement {
-  const pairs = ctx.query.sub === "pairs";
-  const btn = (label: string, on: boolean, sub: string, title: string) =>
-    h("button", {class: "seg" + (on ? " on" : ""), type: "button", "aria-pressed": String(on), "data-mode": sub || "name", title,
-                 onClick: () => { if (!on) ctx.onQuery({...defaultQuery("operator"), limit: ctx.query.limit, sub}, true); }}, label);
-  return h("div", {class: "field"}, h("span", {class: "field-label"}, "Operators"),
-           h("div", {class: "segs", role: "group", "aria-label": "Operator comparison mode"},
-             btn("By name", !pairs, "", "One row per operator name: counts and device time summed"),
-             btn("Per instance", pairs, "pairs", "Each baseline call matched with its target call (input shapes side by side)")));
-}
-
-/** A table view (operator, module, kernel, api) in the content area. */
-export async function renderTableView(view: ViewName, host: HTMLElement, ctx: ViewCtx): Promise<void> {
-  const pairs = view === "operator" && ctx.query.sub === "pairs";
-  const label = pairs ? "Operator comparison, per instance" : `${VIEW_LABEL[view]} comparison`;
-  await showTable(host, {route: tableRoute(view, ctx.query), label, what: `The ${label}`, tree: view === "module",
-                         extra: view === "operator" ? operatorModes(ctx) : null},
-                  ctx, ctx.query, (q) => ctx.onQuery(q));
 }

@@ -25,13 +25,13 @@ export class Workbook {
   private sig = "";
 
   update(st: State, env: Env | undefined): void {
-    const sig = JSON.stringify([st.base, st.target, env]);
+    const sig = JSON.stringify([st.base, st.target, st.compat, env]);
     if (sig === this.sig) return;
     this.sig = sig;
     const vscode = env?.vscode === true;
     const sandboxed = vscode || framedCrossOrigin();
     const ready = !!st.base && !!st.target;
-    const params = ready ? pairParams(st.base!, st.target!) : null;
+    const params = ready ? pairParams(st.base!, st.target!, st.compat) : null;
     const parts: HTMLElement[] = [];
     if (!vscode) {
       parts.push(ready

@@ -1,0 +1,87 @@
+/**
+ * The view registry: every view of the tab (its name in the URL, its tab label, which
+ * profile capabilities it needs and how it renders) is one `ViewDef`, registered once in
+ * viewlist.ts. The tabs, the URL state, the availability check and the content area read
+ * the views from here; no other module lists them.
+ */
+import type {SideSel, TableQuery} from "./state";
+import type {Worker} from "./types";
+
+/** What a view gets to draw one comparison. */
+export interface ViewCtx {
+  base: SideSel;
+  target: SideSel;
+  /** Reference figures (msprof-analyze compatible): sent as `reference_compat=1`. */
+  compat: boolean;
+  /** The view's table query from the URL (sort, search, page, variant). */
+  query: TableQuery;
+  /** Per-step figures: null is the server's default. */
+  perStep: boolean | null;
+  /** Call-stack frames may post jump-to-source messages (VSCode). */
+  jump: boolean;
+  /** The views this pair has the data for (names). */
+  available: Set<string>;
+  alive(): boolean;
+  /** Store the table query (in the URL hash); `rerender` when the view must be drawn anew. */
+  onQuery(q: TableQuery, rerender?: boolean): void;
+  onPerStep(v: boolean): void;
+  /** Switch to another view (and focus its tab). */
+  onView(name: string): void;
+  /** The listed worker of a side (its steps, `has` flags), when known. */
+  worker(side: "base" | "target"): Worker | null;
+}
+
+export interface ViewDef {
+  /** Its key in the URL (`p.profile_compare.v=<name>`) and its tab's id. */
+  name: string;
+  /** The tab's label ("Operator"). */
+  label: string;
+  /** The worker `has` flags the view needs (kernels, communication, memory, modules). */
+  needs?: readonly string[];
+  /** Unavailable when either side lacks a needed flag; by default only when both lack it. */
+  needsBoth?: boolean;
+  /** Rows per page when the user has not chosen. */
+  limit?: number;
+  /** Beyond pair, view and settings: what makes the view draw anew when it changes. */
+  renderKey?(ctx: Pick<ViewCtx, "query" | "perStep">): unknown;
+  render(host: HTMLElement, ctx: ViewCtx): Promise<void>;
+}
+
+const defs: ViewDef[] = [];
+
+/** Add a view (tab order is registration order); a name registers once. */
+export function registerView(def: ViewDef): void {
+  if (defs.some((d) => d.name === def.name)) throw new Error(`view ${def.name} registered twice`);
+  defs.push(def);
+}
+
+export function views(): readonly ViewDef[] {
+  return defs;
+}
+
+export function viewDef(name: string | null | undefined): ViewDef | undefined {
+  return defs.find((d) => d.name === name);
+}
+
+export function viewLabel(name: string): string {
+  return viewDef(name)?.label ?? name;
+}
+
+/** The first registered view: the one shown when the URL names none. */
+export function homeView(): string {
+  return defs[0]?.name ?? "overview";
+}
+
+/**
+ * The views a pair can show, from each side's `has` flags (known once a worker is parsed;
+ * a flag not known yet never hides a view).
+ */
+export function availableViews(base: Worker | null, target: Worker | null): Set<string> {
+  const lacks = (w: Worker | null, flag: string) => w?.status === "ok" && !!w.has && w.has[flag] === false;
+  const out = new Set<string>();
+  for (const d of defs) {
+    const gone = (d.needs ?? []).some((f) => (d.needsBoth ? lacks(base, f) || lacks(target, f) : lacks(base, f) && lacks(target, f)));
+    if (!gone) out.add(d.name);
+  }
+  return out;
+}

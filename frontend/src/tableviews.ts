@@ -1,0 +1,62 @@
+/**
+ * The views that are one server-paged table of `compare/<name>`: operator (by name, or per
+ * instance from `compare/operator_pairs`), module (a tree), kernel and api. `tableView`
+ * makes such a view from its name and label.
+ */
+import {h} from "./dom";
+import type {ViewCtx, ViewDef} from "./registry";
+import {defaultQuery} from "./state";
+import {showTable} from "./views";
+
+interface TableViewOpts {
+  needs?: readonly string[];
+  needsBoth?: boolean;
+  limit?: number;
+  tree?: boolean;
+  /** The route for this query, when it is not `compare/<name>`. */
+  route?(ctx: ViewCtx): string;
+  /** The table's label, when it is not "<label> comparison". */
+  title?(ctx: ViewCtx): string;
+  /** Controls shown in the table's toolbar. */
+  extra?(ctx: ViewCtx): HTMLElement | null;
+  renderKey?: ViewDef["renderKey"];
+}
+
+export function tableView(name: string, label: string, o: TableViewOpts = {}): ViewDef {
+  return {
+    name, label, needs: o.needs, needsBoth: o.needsBoth, limit: o.limit, renderKey: o.renderKey,
+    async render(host, ctx) {
+      const title = o.title?.(ctx) ?? `${label} comparison`;
+      await showTable(host, {route: o.route?.(ctx) ?? name, label: title, what: `The ${title}`, tree: !!o.tree,
+                             extra: o.extra?.(ctx) ?? null},
+                      ctx, ctx.query, (q) => ctx.onQuery(q));
+    },
+  };
+}
+
+const perInstance = (ctx: Pick<ViewCtx, "query">) => ctx.query.sub === "pairs";
+
+/** The operator view's switch between statistics by name and per-instance pairs. */
+function operatorModes(ctx: ViewCtx): HTMLElement {
+  const pairs = perInstance(ctx);
+  const btn = (label: string, on: boolean, sub: string, title: string) =>
+    h("button", {class: "seg" + (on ? " on" : ""), type: "button", "aria-pressed": String(on), "data-mode": sub || "name", title,
+                 onClick: () => { if (!on) ctx.onQuery({...defaultQuery("operator"), limit: ctx.query.limit, sub}, true); }}, label);
+  return h("div", {class: "field"}, h("span", {class: "field-label"}, "Operators"),
+           h("div", {class: "segs", role: "group", "aria-label": "Operator comparison mode"},
+             btn("By name", !pairs, "", "One row per operator name: counts and device time summed"),
+             btn("Per instance", pairs, "pairs", "Each baseline call matched with its target call (input shapes side by side)")));
+}
+
+export const operatorView = tableView("operator", "Operator", {
+  route: (ctx) => (perInstance(ctx) ? "operator_pairs" : "operator"),
+  title: (ctx) => (perInstance(ctx) ? "Operator comparison, per instance" : "Operator comparison"),
+  extra: operatorModes,
+  renderKey: (ctx) => ctx.query.sub,
+});
+
+export const moduleView = tableView("module", "Module", {needs: ["modules"], needsBoth: true, limit: 500, tree: true});
+
+export const kernelView = tableView("kernel", "Kernel");
+
+export const apiView = tableView("api", "API");
