@@ -1,4 +1,5 @@
-"""Shared fixtures: where the real corpus and golden data live, and skips when absent."""
+"""Shared fixtures: where the real corpus and golden data live, and skips when absent; plugins
+made by tests are stopped when the test (or module) that made them is done."""
 from __future__ import annotations
 
 import os
@@ -37,6 +38,51 @@ def golden() -> Path:
     if not GOLDEN.is_dir():
         pytest.skip(f"reference golden data not found at {GOLDEN}")
     return GOLDEN
+
+# ------------------------------------------------------------------------- plugins made by tests
+_LIVE_PLUGINS: list = []            # in creation order; stopped by the fixtures below
+
+
+def track_plugin(plugin):
+    """Register a plugin a test made, so it is stopped when that test (or the module fixture
+    that made it) ends.  Returns the plugin."""
+    _LIVE_PLUGINS.append(plugin)
+    return plugin
+
+
+def stop_plugin(plugin) -> None:
+    """Stop a plugin's threads and processes: its ``close()`` where it has one; otherwise what
+    can be reached from outside (scanner thread, comparison and load pools, parser processes)."""
+    close = getattr(plugin, "close", None)
+    if callable(close):
+        close()
+        return
+    plugin._scanner.stop()
+    plugin._comparisons._pool.shutdown(wait=True, cancel_futures=True)
+    plugin._store.cache._pool.shutdown(wait=True, cancel_futures=True)
+    backends = plugin._backends
+    if backends is not None and backends[1] is not None:
+        backends[1].shutdown()
+
+
+def _stop_made_since(n: int) -> None:
+    while len(_LIVE_PLUGINS) > n:
+        stop_plugin(_LIVE_PLUGINS.pop())
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _stop_module_plugins():
+    n = len(_LIVE_PLUGINS)
+    yield
+    _stop_made_since(n)
+
+
+@pytest.fixture(autouse=True)
+def _stop_test_plugins():
+    n = len(_LIVE_PLUGINS)
+    yield
+    _stop_made_since(n)
+
 
 # property tests draw the same examples on every run (a CI run must not depend on luck)
 try:

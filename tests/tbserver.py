@@ -26,12 +26,16 @@ def tensorboard_exe() -> list[str]:
 
 
 class TensorBoard:
-    def __init__(self, logdir, *extra: str, env: dict | None = None, timeout: float = 60) -> None:
+    def __init__(self, logdir, *extra: str, env: dict | None = None, timeout: float = 60,
+                 cwd=None) -> None:
+        """``cwd``: where the process starts (default: this one's); a folder outside the source
+        tree makes sure the plugin is found as installed, not through files lying in the tree."""
         self.lines: list[str] = []
         cmd = tensorboard_exe() + ["--logdir", str(logdir), "--host", "127.0.0.1", "--port", "0", *extra]
         e = dict(os.environ)
         e.update(env or {})
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=e)
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=e,
+                                     cwd=cwd)
         self.url = None
         found = threading.Event()
 

@@ -17,6 +17,8 @@ from tb_compare_plugin.parsepool import crash_marker
 from conftest import SAMPLES
 from test_plugin_routes import PREFIX, make_client
 
+LISTING_PAUSE = 0.05        # seconds between two runs listings while the comparison is computed
+LISTINGS_MAX = 400
 BODY = {"baseline": "baseline_gpu/worker0", "target": "target_npu/rank0_ascend_pt"}
 
 
@@ -53,9 +55,14 @@ def test_fifty_identical_requests_one_computation(fresh_cache, monkeypatch):
     stop = threading.Event()
 
     def keep_listing():
-        while not stop.is_set():
+        """A user's tab polling the runs list meanwhile: paced, and bounded in count and time
+        (an unpaced loop starves the very requests it watches of the GIL)."""
+        deadline = time.monotonic() + 120
+        while len(other) < LISTINGS_MAX and time.monotonic() < deadline:
             t = time.perf_counter()
             other.append((c.get(PREFIX + "/runs").status_code, time.perf_counter() - t))
+            if stop.wait(LISTING_PAUSE):
+                break
     lister = threading.Thread(target=keep_listing)
     lister.start()
     try:

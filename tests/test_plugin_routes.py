@@ -13,7 +13,7 @@ from tensorboard.plugins import base_plugin
 
 from tb_compare_plugin.loader import ProfileCompareLoader
 
-from conftest import SAMPLES, needs_corpus, CORPUS
+from conftest import SAMPLES, needs_corpus, CORPUS, track_plugin
 
 PREFIX = "/data/plugin/profile_compare"
 
@@ -21,7 +21,7 @@ PREFIX = "/data/plugin/profile_compare"
 def make_client(logdir) -> Client:
     ctx = base_plugin.TBContext(logdir=str(logdir),
                                 flags=argparse.Namespace(profile_compare_scan_interval=1.0))
-    plugin = ProfileCompareLoader().load(ctx)
+    plugin = track_plugin(ProfileCompareLoader().load(ctx))       # stopped after the test
     return Client(application.TensorBoardWSGI([plugin]))
 
 

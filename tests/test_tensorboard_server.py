@@ -7,6 +7,8 @@ import os
 import urllib.error
 import shutil
 import stat
+import subprocess
+import sys
 
 import pytest
 
@@ -33,7 +35,20 @@ def _make_readonly(root):
         os.chmod(d, stat.S_IRUSR | stat.S_IXUSR | stat.S_IRGRP | stat.S_IXGRP)
 
 
+def _installed_entry_point(cwd) -> bool:
+    """Whether a Python started in ``cwd`` (not this one: ``python -m pytest`` puts the source
+    tree on sys.path) sees the plugin's entry point."""
+    code = ("from importlib.metadata import entry_points; e = entry_points(); "
+            "g = e.select(group='tensorboard_plugins') if hasattr(e, 'select') else e.get('tensorboard_plugins', ()); "
+            "print(any(p.value == 'tb_compare_plugin.loader:ProfileCompareLoader' for p in g))")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=cwd, timeout=60)
+    return r.stdout.strip() == "True"
+
+
 def test_real_tensorboard_lists_samples(tmp_path, monkeypatch):
+    """TensorBoard starts in a folder of its own, so it finds the plugin as installed (its
+    entry point), never through a build/ or egg-info some other step left in the source tree."""
+    assert _installed_entry_point(tmp_path), "tb-compare-plugin is not installed: run `pip install -e .`"
     monkeypatch.setenv("TB_COMPARE_CACHE_DIR", str(tmp_path / "cache"))
     logdir = tmp_path / "logdir"
     shutil.copytree(SAMPLES, logdir)
@@ -43,7 +58,7 @@ def test_real_tensorboard_lists_samples(tmp_path, monkeypatch):
     _make_readonly(logdir)
     before = _snapshot(logdir)
     try:
-        with TensorBoard(logdir) as tb:
+        with TensorBoard(logdir, cwd=tmp_path) as tb:
             listing = tb.get_json("/data/plugins_listing")
             assert "profile_compare" in listing
             body = wait_for(lambda: (lambda b: b if len(b["runs"]) >= 4 else None)(
