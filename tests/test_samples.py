@@ -38,9 +38,12 @@ def npu_out(run):
 
 
 def generated(root: Path):
+    """The files the generator writes: all but itself (make_samples.py and its gen/ modules)
+    and README.md."""
     skip = {"make_samples.py", "README.md"}
     return sorted(str(p.relative_to(root)) for p in root.rglob("*")
-                  if p.is_file() and p.name not in skip and "__pycache__" not in p.parts)
+                  if p.is_file() and p.name not in skip and "__pycache__" not in p.parts
+                  and p.relative_to(root).parts[0] != "gen")
 
 
 def us_ns(s) -> int:
