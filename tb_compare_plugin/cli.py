@@ -150,45 +150,22 @@ def selected_sheets(args):
 def start_backends(no_cache: bool = False):
     """(cache, pool) for this run; the parser processes' fork server starts at once, so its
     imports overlap the resolving of both paths."""
-    from .store import make_backends
+    from .service.loading import make_backends
     if no_cache:
         os.environ["TB_COMPARE_CACHE"] = "0"
     return make_backends(workers=2, start=True)
 
 
 def load_sides(base_spec, target_spec, progress: Progress, backends, warm=None):
-    """Both sides, parsed in two processes at once (through the cache when it has them).
-
-    ``warm(profile)``, if given, starts on each side as soon as that side is in, on a thread of
-    its own: the core the side's parser process leaves idle while the other side still parses.
-    """
-    from concurrent.futures import ThreadPoolExecutor
-    from .store import load_profile
-    cache, pool = backends
-    fracs = [0.0, 0.0]
-    warmers = ThreadPoolExecutor(2, thread_name_prefix="tbc-warm") if warm is not None else None
-
-    def prog(i):
-        def f(x):
-            fracs[i] = x
-            progress(sum(fracs) / 2)
-        return f
-
-    def one(spec, i):
-        prof = load_profile(spec, prog(i), pool, cache)
-        if warmers is not None:
-            warmers.submit(warm, prof)          # its errors reach whoever uses the result
-        return prof
+    """Both sides, parsed in two processes at once (``service.loading.load_pair``), with the
+    progress bar; the parser processes are stopped after."""
+    from .service.loading import load_pair
+    pool = backends[1]
     progress.start(f"loading {base_spec.name} and {target_spec.name}")
     try:
-        with ThreadPoolExecutor(2) as ex:
-            fb = ex.submit(one, base_spec, 0)
-            ft = ex.submit(one, target_spec, 1)
-            return fb.result(), ft.result()
+        return load_pair(base_spec, target_spec, progress, backends, warm)
     finally:
         progress.done()
-        if warmers is not None:
-            warmers.shutdown(wait=False)
         if pool is not None:
             pool.shutdown()
 
@@ -213,26 +190,29 @@ def run(args) -> int:
         if backends[1] is not None:
             backends[1].shutdown()
         raise
-    from .comparison import Comparison, Side
-    from .presenters.overall_json import overall_payload
+    from .service import compare as service
     from .presenters.cli_text import overview_table
-    from .http import dumps
+    from .presenters.json_encode import encode
 
     progress = Progress(not args.no_progress)
     base, target = load_sides(base_spec, target_spec, progress, backends, _warm_up(args))
-    cmp = Comparison(base, target, opts, Side(base_spec.run, base_spec.name, base_spec.root),
-                     Side(target_spec.run, target_spec.name, target_spec.root))
-    payload = overall_payload(cmp)
+    cmp = service.make_comparison(base, target, opts, base_spec, target_spec)
+    payload = service.overview(cmp)
     if args.json:
-        text = dumps(payload)
+        data = encode(payload)
         if args.json == "-":
-            sys.stdout.write(text + "\n")
+            out = getattr(sys.stdout, "buffer", None)
+            if out is None:                  # a text-only stdout (embedding, tests)
+                sys.stdout.write(data.decode("utf-8") + "\n")
+            else:
+                sys.stdout.flush()
+                out.write(data + b"\n")
+                out.flush()
         else:
-            _atomic_write(args.json, text.encode("utf-8"))
+            _atomic_write(args.json, data)
     if args.xlsx:
-        from .presenters.xlsx_workbook import write_workbook
         try:
-            write_workbook(cmp, os.path.abspath(args.xlsx), sheets=selected_sheets(args))
+            service.write_workbook(cmp, os.path.abspath(args.xlsx), sheets=selected_sheets(args))
         except OSError as e:
             raise CliError(f"cannot write {args.xlsx}: {e.strerror or e}")
     if not args.quiet and args.json != "-":
@@ -269,7 +249,7 @@ def main(argv=None) -> int:
     except Exception as e:  # noqa: BLE001 - one line, never a traceback
         if args.debug:
             raise
-        from .store import user_message
+        from .service.loading import user_message
         msg = str(e) if isinstance(e, CliError) else user_message(e)
         print(f"tb-compare: error: {' '.join(msg.split())}", file=sys.stderr)
         return EXIT_FAIL

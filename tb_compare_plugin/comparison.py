@@ -122,6 +122,12 @@ class Comparison:
         return self._memo("memory_curves", lambda: {"baseline": memory_curves(self.base),
                                                     "target": memory_curves(self.target)})
 
+    def analysis(self, name: str):
+        """The table of the registered analysis ``name`` (``analyses.registry``), memoised."""
+        from .analyses import get
+        a = get(name)
+        return self._memo(f"analysis:{name}", lambda: a.table(self))
+
     def swapped(self) -> "Comparison":
         o = self.options
         from dataclasses import replace

@@ -1,8 +1,10 @@
 """HTTP plumbing for the plugin's routes: JSON responses, errors as JSON, parameter checks.
 
 Every response goes through tensorboard's ``http_util.Respond`` (nosniff, no-cache,
-gzip).  Handlers raise :class:`HttpError`; anything unexpected becomes a JSON 500 with
-a one-line message, never an exception escaping into TensorBoard.
+gzip); JSON bodies are encoded by :mod:`.presenters.json_encode` (msgspec).  Handlers
+raise :class:`HttpError`; the service's Pending / NotParsed / Unusable become 202 / 409 /
+422; anything unexpected becomes a JSON 500 with a one-line message, never an exception
+escaping into TensorBoard.
 """
 from __future__ import annotations
 
@@ -14,6 +16,8 @@ from tensorboard.backend import http_util
 from werkzeug import wrappers
 
 from .loaders.errors import LoadError
+from .presenters import json_encode
+from .service.errors import NotParsed, Pending, Unusable
 
 log = logging.getLogger(__name__)
 MAX_BODY = 64 * 1024
@@ -25,35 +29,11 @@ class HttpError(Exception):
         self.code, self.message, self.extra = code, message, extra
 
 
-def _clean(o):
-    """JSON can't hold NaN/inf: they become null (or 'inf' strings would break clients)."""
-    if isinstance(o, float):
-        return o if math.isfinite(o) else None
-    if isinstance(o, dict):
-        return {k: _clean(v) for k, v in o.items()}
-    if isinstance(o, (list, tuple)):
-        return [_clean(v) for v in o]
-    return o
-
-
-def dumps(obj) -> str:
-    return json.dumps(_clean(obj), separators=(",", ":"), allow_nan=False, default=_default)
-
-
-def _default(o):
-    import numpy as np
-    if isinstance(o, np.integer):
-        return int(o)
-    if isinstance(o, np.floating):
-        f = float(o)
-        return f if math.isfinite(f) else None
-    if isinstance(o, np.ndarray):
-        return _clean(o.tolist())
-    raise TypeError(f"not JSON serialisable: {type(o).__name__}")
+dumps = json_encode.dumps        # the answers' JSON text (also used by the CLI's --json)
 
 
 def json_response(request, obj, code: int = 200):
-    return http_util.Respond(request, dumps(obj), "application/json", code=code)
+    return http_util.Respond(request, json_encode.encode(obj), "application/json", code=code)
 
 
 def error_response(request, code: int, message: str, **extra):
@@ -70,6 +50,13 @@ def route(handler):
             return handler(request)
         except HttpError as e:
             return error_response(request, e.code, e.message, **e.extra)
+        except Pending as e:
+            return error_response(request, 202, e.message, status="loading", progress=e.progress)
+        except NotParsed as e:
+            extra = {"workers": e.workers} if e.workers is not None else {}
+            return error_response(request, 409, e.message, status="not_loaded", **extra)
+        except Unusable as e:
+            return error_response(request, 422, e.message)
         except LoadError as e:
             return error_response(request, 422, str(e))
         except Exception as e:  # noqa: BLE001 - TensorBoard must never see an exception

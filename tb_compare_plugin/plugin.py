@@ -1,6 +1,7 @@
-"""The TensorBoard plugin: thin route handlers over discovery, the profile store and the
-engines.  Nothing heavy happens on a request thread: parsing and comparing run in the
-store's pool, and a handler waits a bounded time before answering 202 "loading".
+"""The TensorBoard plugin: route handlers that parse parameters, ask the comparison service
+(:mod:`.service`) and format its answers.  Nothing heavy happens on a request thread: parsing,
+comparing, table pages and workbooks run on the service's pools, and a handler waits a bounded
+time before answering 202 "loading" with the job's progress (ask again to join the same job).
 """
 from __future__ import annotations
 
@@ -12,16 +13,14 @@ from tensorboard.plugins import base_plugin
 from . import PLUGIN_NAME
 from .discovery import split_worker_id
 from .discovery.scanner import Scanner
-from .comparison import Comparison, Options, Side
+from .comparison import Options
 from .http import HttpError, arg, float_arg, int_arg, json_body, json_response, route
-from .presenters.overall_json import overall_payload
 from .presenters.runs_json import runs_payload, worker_payload
-from .presenters.views import VIEWS, ViewUnavailable, view_page
-from .store import JobCache, ProfileStore
+from .service.compare import WAIT_SECONDS, CompareService  # noqa: F401 - WAIT_SECONDS: older name
 
-WAIT_SECONDS = float(os.environ.get("TB_COMPARE_REQUEST_WAIT", "20"))
 _MIME = {".js": "text/javascript", ".css": "text/css", ".map": "application/json",
          ".html": "text/html", ".svg": "image/svg+xml", ".png": "image/png"}
+XLSX_MIME = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
 
 
 def export_dir(flag: str, logdir: str) -> str:
@@ -46,30 +45,22 @@ class ProfileComparePlugin(base_plugin.TBPlugin):
         interval = getattr(flags, "profile_compare_scan_interval", None) or 5.0
         self._scanner = Scanner(self._logdir, interval)
         self._export_dir = export_dir(getattr(flags, "profile_compare_export_dir", "") or "", self._logdir)
-        self._backends = None
-        self._store = ProfileStore()
-        self._init_lock = __import__("threading").Lock()
-        self._comparisons = JobCache(max_items=8, workers=1, name="tbc-compare")
+        self._service = CompareService(self._logdir)
+
+    @property
+    def _store(self):
+        return self._service.profiles
+
+    def close(self) -> None:
+        """Stop the scanner thread, the service's pools and the parser processes (idempotent).
+        TensorBoard never calls it; tests and embedders that make plugins do."""
+        self._scanner.stop()
+        self._service.close()
 
     # -- TensorBoard contract ------------------------------------------------------------
     def frontend_metadata(self):
         return base_plugin.FrontendMetadata(es_module_path="/static/index.js", tab_name="PROFILE COMPARE",
                                             disable_reload=False)
-
-    def _ensure_backends(self) -> None:
-        """Cache and parser processes, created on first use (never at TensorBoard start-up)."""
-        with self._init_lock:
-            if self._backends is None:
-                # import every engine once, here, under the lock: CPython 3.11 can fail
-                # ("AST constructor recursion depth mismatch") when threads compile modules at once
-                import importlib
-                for mod in ("overall", "communication", "operator", "module", "memory", "memory_curve",
-                            "memory_peak", "kernel", "api"):
-                    importlib.import_module(f"tb_compare_plugin.engines.{mod}")
-                importlib.import_module("tb_compare_plugin.presenters.xlsx_workbook")
-                from .store import make_backends
-                self._backends = make_backends(self._logdir, start=True)   # fork server warms while the user picks
-                self._store.disk_cache, self._store.pool = self._backends
 
     def is_active(self):
         self._scanner.start()
@@ -81,6 +72,7 @@ class ProfileComparePlugin(base_plugin.TBPlugin):
             "/runs": route(self._runs),
             "/worker": route(self._worker),
             "/load": route(self._load),
+            "/analyses": route(self._analyses),
             "/compare/overall": route(self._compare_overall),
             "/compare/memory_curve": route(self._compare_memory_curve),
             "/compare/xlsx": route(self._compare_xlsx),
@@ -90,7 +82,7 @@ class ProfileComparePlugin(base_plugin.TBPlugin):
             "/static/*": route(self._static),
         }
 
-    # -- helpers -------------------------------------------------------------------------
+    # -- parameters ----------------------------------------------------------------------
     def _spec(self, wid: str):
         try:
             split_worker_id(wid)
@@ -105,19 +97,6 @@ class ProfileComparePlugin(base_plugin.TBPlugin):
             if spec is None:
                 raise HttpError(404, f"unknown worker {wid!r}: pick one listed by the runs route")
         return spec
-
-    def _profile_or_202(self, spec):
-        """The parsed profile, or an HttpError 202 with progress while it loads."""
-        self._ensure_backends()
-        prof = self._store.loaded(spec)
-        if prof is not None:
-            return prof
-        fut = self._store.future(spec)
-        try:
-            return fut.result(timeout=WAIT_SECONDS)
-        except TimeoutError:
-            st = self._store.status(spec)
-            raise HttpError(202, f"{spec.id} is still loading", status="loading", progress=st["progress"])
 
     @staticmethod
     def _accept_post(request) -> bool:
@@ -137,11 +116,8 @@ class ProfileComparePlugin(base_plugin.TBPlugin):
         request.args = ImmutableMultiDict(args)
         return True
 
-    def _comparison(self, request, may_parse: bool = False) -> Comparison:
-        """The Comparison named by the query (cached), or HttpError 202 while it is computed.
-
-        Without ``may_parse`` (plain GET) both workers must be parsed already (memory or disk
-        cache): otherwise 409, and the client POSTs ``load`` (or this route) to start."""
+    def _pair(self, request):
+        """(baseline spec, target spec, Options) named by the query."""
         base = self._spec(arg(request, "baseline"))
         target = self._spec(arg(request, "target"))
         per = arg(request, "per_step", required=False)
@@ -152,55 +128,21 @@ class ProfileComparePlugin(base_plugin.TBPlugin):
             raise HttpError(400, "reference_compat must be 0 or 1")
         opts = Options(base_step=int_arg(request, "base_step"), target_step=int_arg(request, "target_step"),
                        per_step=None if per in (None, "auto") else per == "1", reference_compat=compat == "1")
-        key = (base.fingerprint, target.fingerprint, opts.key())
-        self._ensure_backends()
-        hit = self._comparisons.peek(key)
-        if hit is not None:
-            return hit
-        for spec in (base, target):
-            if spec.error:
-                raise HttpError(422, spec.error)
-        if not may_parse:
-            missing = [s.id for s in (base, target) if not self._store.available(s)
-                       and self._store.status(s)["status"] != "loading"]
-            for s in (base, target):
-                st = self._store.status(s)
-                if st["status"] == "error":
-                    raise HttpError(422, st["error"])
-            if missing:
-                raise HttpError(409, f"not parsed yet: {', '.join(missing)}; POST load "
-                                     "{\"workers\": [...]} (or POST this route) to parse", status="not_loaded",
-                                workers=missing)
+        return base, target, opts
 
-        def job(progress):
-            fb, ft = self._store.future(base), self._store.future(target)
-            while not (fb.done() and ft.done()):
-                sb, st = self._store.status(base), self._store.status(target)
-                progress(0.45 * (sb["progress"] + st["progress"]))
-                try:
-                    fb.result(timeout=0.2) if not fb.done() else ft.result(timeout=0.2)
-                except TimeoutError:
-                    pass
-            cmp = Comparison(fb.result(), ft.result(), opts, Side(base.run, base.name, base.root),
-                             Side(target.run, target.name, target.root))
-            progress(0.95)
-            cmp.overall()
-            return cmp
-
-        fut = self._comparisons.submit(key, job)
-        try:
-            return fut.result(timeout=WAIT_SECONDS)
-        except TimeoutError:
-            st = self._comparisons.status(key)
-            raise HttpError(202, "the comparison is still being computed", status="loading",
-                            progress=st["progress"])
+    def _comparison(self, request, may_parse: bool = False):
+        """The Comparison named by the query (the service's Pending / NotParsed / Unusable
+        become 202 / 409 / 422)."""
+        return self._service.comparison(*self._pair(request), may_parse)
 
     # -- routes --------------------------------------------------------------------------
     def _compare_view(self, request):
+        from .analyses import analyses
         may_parse = self._accept_post(request)
         view = request.path.rsplit("/compare/", 1)[-1]
-        if view not in VIEWS:
-            raise HttpError(404, f"unknown comparison view {view!r}; views: {', '.join(sorted(VIEWS))}")
+        names = {a.name for a in analyses("route")}
+        if view not in names:
+            raise HttpError(404, f"unknown comparison view {view!r}; views: {', '.join(sorted(names))}")
         order = arg(request, "order", required=False, default="desc")
         if order not in ("asc", "desc"):
             raise HttpError(400, "order must be asc or desc")
@@ -210,29 +152,42 @@ class ProfileComparePlugin(base_plugin.TBPlugin):
                       min_diff=float_arg(request, "min_diff"),
                       offset=int_arg(request, "offset", 0, 0, 10 ** 9),
                       limit=int_arg(request, "limit", 100, 1, 1000))
-        cmp = self._comparison(request, may_parse)
+        from .analyses import Unavailable
         try:
-            return json_response(request, view_page(cmp, view, **params))
+            return json_response(request, self._service.table(*self._pair(request), view, params, may_parse))
         except ValueError as e:
             raise HttpError(400, str(e))
-        except ViewUnavailable as e:
+        except Unavailable as e:
             raise HttpError(404, str(e))
 
+    def _analyses(self, request):
+        """The registered analyses the tab can show (``outputs`` holds "route"); with
+        ``baseline`` and ``target``, whether each applies to that pair."""
+        from .analyses import analyses
+        from .presenters.answers_json import analyses_payload
+        sides = []
+        for role in ("baseline", "target"):
+            wid = arg(request, role, required=False)
+            if wid is not None:
+                spec = self._spec(wid)
+                prof = self._store.loaded(spec)
+                sides.append(spec if prof is None else prof)
+        if len(sides) == 1:
+            raise HttpError(400, "give both baseline and target, or neither")
+        return json_response(request, analyses_payload(analyses("route"), *sides))
+
     def _compare_xlsx(self, request):
-        from io import BytesIO
         from tensorboard.backend import http_util
-        from .presenters.xlsx_workbook import workbook_filename, write_workbook
-        cmp = self._comparison(request, self._accept_post(request))
-        buf = BytesIO()
-        write_workbook(cmp, buf)
-        name = workbook_filename(cmp)
-        return http_util.Respond(request, buf.getvalue(),
-                                 "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
-                                 headers=[("Content-Disposition", f'attachment; filename="{name}"')])
+        from .presenters.xlsx_workbook import workbook_filename
+        may_parse = self._accept_post(request)          # first: a POST's body becomes the query
+        data, cmp = self._service.workbook(*self._pair(request), may_parse)
+        return http_util.Respond(request, data, XLSX_MIME,
+                                 headers=[("Content-Disposition",
+                                           f'attachment; filename="{workbook_filename(cmp)}"')])
 
     def _export(self, request):
         """Save the workbook into the export folder (for VSCode, where downloads are blocked)."""
-        from .presenters.xlsx_workbook import workbook_filename, write_workbook
+        from .presenters.xlsx_workbook import open_target, workbook_filename
         body = json_body(request)
         args = {}
         for k in ("baseline", "target", "base_step", "target_step", "per_step", "reference_compat"):
@@ -243,51 +198,34 @@ class ProfileComparePlugin(base_plugin.TBPlugin):
                 args[k] = str(v)
         from werkzeug.datastructures import MultiDict
         request.args = MultiDict(args)
-        cmp = self._comparison(request, may_parse=True)
+        data, cmp = self._service.workbook(*self._pair(request), may_parse=True)
         os.makedirs(self._export_dir, exist_ok=True)
         path = os.path.join(self._export_dir, workbook_filename(cmp))
-        write_workbook(cmp, path)
+        tmp, finish = open_target(path)
+        try:
+            with open(tmp, "wb") as f:
+                f.write(data)
+        except BaseException:
+            finish(False)
+            raise
+        finish(True)
         return json_response(request, {"path": path})
 
     def _compare_memory_curve(self, request):
-        cmp = self._comparison(request, self._accept_post(request))
-        body = dict(cmp.memory_curves())
-        peak = cmp.memory_peak()
-        body["attribution"] = peak.head(50).to_dict(orient="records")
-        return json_response(request, body)
+        from .presenters.answers_json import memory_curve_payload
+        may_parse = self._accept_post(request)
+        return json_response(request, self._service.answer(*self._pair(request), "memory_curve",
+                                                           memory_curve_payload, may_parse))
 
     def _compare_communication(self, request):
-        cmp = self._comparison(request, self._accept_post(request))
-        res = cmp.communication()
-        return json_response(request, {"rows": res.to_list(), "notes": list(getattr(res, "notes", []))})
+        from .presenters.answers_json import communication_payload
+        may_parse = self._accept_post(request)
+        return json_response(request, self._service.answer(*self._pair(request), "communication",
+                                                           communication_payload, may_parse))
 
     def _compare_overall(self, request):
         may_parse = self._accept_post(request)
-        key = self._overall_key(request)
-        disk = self._store.disk_cache
-        if key is not None and disk is not None:
-            hit = disk.get_json(key)
-            if hit is not None:
-                return json_response(request, hit)
-        body = overall_payload(self._comparison(request, may_parse))
-        if key is not None and disk is not None:
-            disk.put_json(key, body)
-        return json_response(request, body)
-
-    def _overall_key(self, request):
-        """Disk-cache key of a finished overview: both workers' files and every option."""
-        try:
-            base = self._spec(arg(request, "baseline"))
-            target = self._spec(arg(request, "target"))
-        except HttpError:
-            return None
-        compat = request.args.get("reference_compat")
-        if compat not in (None, "", "0", "1"):
-            return None                     # _comparison answers 400
-        self._ensure_backends()
-        return ["overall", base.id, base.fingerprint, target.id, target.fingerprint,
-                request.args.get("base_step"), request.args.get("target_step"), request.args.get("per_step"),
-                compat == "1"]
+        return json_response(request, self._service.overview(*self._pair(request), may_parse))
 
     def _runs(self, request):
         snap = self._scanner.snapshot
@@ -302,15 +240,7 @@ class ProfileComparePlugin(base_plugin.TBPlugin):
     def _worker(self, request):
         may_parse = self._accept_post(request)
         spec = self._spec(arg(request, "id"))
-        if spec.error:
-            raise HttpError(422, spec.error)
-        st = self._store.status(spec)
-        if st["status"] == "error":
-            raise HttpError(422, st["error"])
-        if not may_parse and not self._store.available(spec) and st["status"] != "loading":
-            raise HttpError(409, f"{spec.id} is not parsed yet; POST load {{\"workers\": [...]}} to parse it",
-                            status="not_loaded")
-        prof = self._profile_or_202(spec)
+        prof = self._service.profile(spec, may_parse)
         body = worker_payload(spec, self._store)
         body["summary"] = prof.summary()
         return json_response(request, body)
@@ -321,11 +251,8 @@ class ProfileComparePlugin(base_plugin.TBPlugin):
         if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids) or len(ids) > 64:
             raise HttpError(400, "body must be {\"workers\": [worker ids]} (at most 64)")
         out = {}
-        self._ensure_backends()
         for wid in ids:
-            spec = self._spec(wid)
-            out[wid] = self._store.request(spec, retry=True) if not spec.error else {
-                "status": "error", "error": spec.error, "progress": 1.0}
+            out[wid] = self._service.start_load(self._spec(wid))
         return json_response(request, {"workers": out})
 
     def _static(self, request):

@@ -1,5 +1,5 @@
 """Malformed input, through the paths users hit: every case (tests/malformed_cases.py) is
-discovered (``find_runs``) and loaded (``store.load_profile``) in-process, and must end in exactly
+discovered (``find_runs``) and loaded (``service.loading.load_profile``) in-process, and must end in exactly
 one of two outcomes:
 
 * a ``LoadError`` whose message names the file and the problem, or
@@ -31,7 +31,7 @@ import malformed_cases as mc
 from tb_compare_plugin.comparison import Comparison
 from tb_compare_plugin.discovery import find_runs
 from tb_compare_plugin.loaders.errors import LoadError
-from tb_compare_plugin.store import load_profile
+from tb_compare_plugin.service.loading import load_profile
 
 RESULTS: list[dict] = []            # one entry per case and channel (load / cli / route)
 ENGINES = ("overall", "communication", "kernels", "api", "operators", "modules", "memory", "memory_peak",

@@ -6,7 +6,7 @@ import gc
 import weakref
 
 from tb_compare_plugin.discovery import find_runs
-from tb_compare_plugin.store import ProfileStore
+from tb_compare_plugin.service.loading import ProfileStore
 
 from conftest import CORPUS, SAMPLES, needs_corpus
 

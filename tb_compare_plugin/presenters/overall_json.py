@@ -1,5 +1,6 @@
 """The overall comparison as JSON: the object both the `compare/overall` route and
-`tb-compare --json` emit (schema in docs/api.md)."""
+`tb-compare --json` emit (schema in docs/api.md), with the registered analyses whose
+outputs hold "json" under ``"analyses"``."""
 from __future__ import annotations
 
 
@@ -30,4 +31,8 @@ def overall_payload(cmp) -> dict:
             seen.add(core)
             notes.append(core)
     out["notes"] = notes
+    from .answers_json import analyses_json
+    extra = analyses_json(cmp)
+    if extra:                       # registered analyses shown in JSON (none built in)
+        out["analyses"] = extra
     return out

@@ -6,19 +6,15 @@ each column is labelled and formatted by the UI.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 import pandas as pd
+
+from ..analyses.registry import Column
 
 MAX_LIMIT = 1000
 
 
-@dataclass(frozen=True)
-class ColumnSpec:
-    key: str
-    label: str
-    type: str = "text"      # text | ms | us | count | ratio | bytes | mb | kb
+ColumnSpec = Column          # how a column is labelled and formatted (analyses.registry.Column)
 
 
 def page(df: pd.DataFrame, columns: list[ColumnSpec], *, sort: str | None = None, order: str = "desc",

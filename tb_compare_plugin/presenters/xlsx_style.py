@@ -269,7 +269,7 @@ def write_sheet(book, sb: StyleBook, data: SheetData, base_label: str, target_la
     last_table = first + len(data.rows) - 1
     extra_rows = sum(2 + len(rows) for _, rows in data.blocks)
     (b0, b1), (t0, t1) = lay.base_span, lay.target_span
-    merges = [(0, b0, 0, b1), (0, t0, 0, t1)]
+    merges = [(0, c0, 0, c1) for c0, c1 in ((b0, b1), (t0, t1)) if c1 > c0]    # no one-cell merges
     sh = book.add_sheet(lay.name, last_table + 1 + extra_rows, n_cols, lay.widths, merges, freeze_rows=hdr + 1,
                         autofilter=(hdr, max(last_table, hdr), 0, n_cols - 1))
     banner = [None] * n_cols

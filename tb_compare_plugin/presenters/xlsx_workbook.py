@@ -18,7 +18,8 @@ spec e; users' scripts read them):
 5. ``ApiCompare``.
 6. ``KernelCompare`` — also for GPU profiles (kernels grouped by name; the reference has none).
 
-Our sheets:
+Our sheets (then one sheet per registered analysis whose outputs hold "sheet", in
+registration order; ``xlsx_analysis``):
 
 * ``Summary`` — both sides' time split (``cmp.overall().to_dict()`` rows, unrounded, with each
   row's share of E2E, diff and ratio), the two profiles' identity (run, worker, path, device,
@@ -209,12 +210,7 @@ def memory_sheets(cmp, notes: list) -> list[SheetData]:
 
 
 def memory_peak_sheet(cmp) -> SheetData:
-    acc = getattr(cmp, "memory_peak", None)  # memoised on the Comparison
-    if callable(acc):
-        df = acc()
-    else:
-        from ..engines.memory_peak import peak_attribution
-        df = peak_attribution(cmp.base, cmp.target)
+    df = cmp.memory_peak()                   # memoised on the Comparison
     rows = []
     if len(df):
         ops = df[df["kind"] == "op"]
@@ -314,6 +310,32 @@ def _plan(cmp, sheets, notes: list) -> list[SheetData]:
     return planned
 
 
+def _analysis_sheets(cmp, sheets, notes: list, taken: set) -> list[SheetData]:
+    """Sheets of the registered analyses whose outputs hold "sheet", after ours."""
+    from ..analyses import Unavailable, analyses, missing_inputs
+    from .xlsx_analysis import analysis_sheet
+    out = []
+    for a in analyses("sheet"):
+        if sheets is not None and a.name not in sheets:
+            continue
+        missing = missing_inputs(a, cmp.base, cmp.target)
+        if missing:
+            notes.append(f"The {a.label} sheet was not written: neither profile holds {' or '.join(missing)}.")
+            continue
+        try:
+            d = analysis_sheet(a, cmp.analysis(a.name), taken)
+        except Unavailable as e:
+            notes.append(f"The {a.label} sheet was not written: {e}")
+            continue
+        except Exception as e:             # one analysis must not cost the rest of the workbook
+            notes.append(f"The {a.label} sheet was not written: {type(e).__name__}: {e}")
+            log.warning("xlsx: %s sheet skipped: %s", a.name, e, exc_info=True)
+            continue
+        taken.add(d.layout.name)
+        out.append(d)
+    return out
+
+
 ORDER = [S.OVERALL.name, S.COMMUNICATION.name, S.MODULE_STATS.name, S.MODULE.name, S.OPERATOR_STATS.name,
          S.OPERATOR.name, S.MEMORY_STATS.name, S.MEMORY.name, S.API.name, S.KERNEL.name,
          S.SUMMARY.name, S.COMM_GROUPS.name, S.MEMORY_PEAK.name, S.MEMORY_CURVE.name]
@@ -342,10 +364,12 @@ def write_workbook(cmp, target, sheets=None) -> list[str]:
     file-like object).  ``sheets``: engine names to include (``ENGINES``; None = all).  Returns
     the names of the sheets written, in order."""
     if sheets is not None:
+        from ..analyses import analyses
         sheets = set(sheets)
-        unknown = sheets - set(ENGINES)
+        known = [*ENGINES, *(a.name for a in analyses("sheet"))]
+        unknown = sheets - set(known)
         if unknown:
-            raise ValueError(f"unknown sheet group(s) {sorted(unknown)}; choose from {', '.join(ENGINES)}")
+            raise ValueError(f"unknown sheet group(s) {sorted(unknown)}; choose from {', '.join(known)}")
     with gc_paused():          # ~10^5 row lists, no cycles: collections cost ~10% of the time
         return _write(cmp, target, sheets)
 
@@ -354,6 +378,7 @@ def _write(cmp, target, sheets) -> list[str]:
     notes: list[str] = []
     planned = _plan(cmp, sheets, notes)
     by_name = {d.layout.name: d for d in planned}
+    extra = _analysis_sheets(cmp, sheets, notes, set(ORDER))
     summary = by_name.get(S.SUMMARY.name)
     if summary is None and (not any(d.rows for d in planned) or notes):
         summary = by_name[S.SUMMARY.name] = SheetData(S.SUMMARY, [])
@@ -367,10 +392,10 @@ def _write(cmp, target, sheets) -> list[str]:
     fh, finish = open_target(target)
     book = None
     try:
-        book = Workbook(fh, compresslevel=1 if sum(len(d.rows) for d in by_name.values()) > 50_000 else 6)
+        n_rows = sum(len(d.rows) for d in by_name.values()) + sum(len(d.rows) for d in extra)
+        book = Workbook(fh, compresslevel=1 if n_rows > 50_000 else 6)
         sb = StyleBook(book.styles)
-        for name in ORDER:
-            d = by_name.get(name)
+        for d in [by_name.get(name) for name in ORDER] + extra:
             if d is not None and (d.rows or d.blocks):
                 write_sheet(book, sb, d, base_label, target_label)
         book.close()

@@ -1,9 +1,11 @@
-"""Parsed profiles and finished comparisons, held under an LRU bound and computed off the
-request path.
+"""Loading with progress: parsed profiles held under an LRU bound and computed off the
+request path, for the plugin and the CLI alike.
 
 :class:`JobCache` is the one mechanism: a keyed, bounded LRU of results where each
 key is computed at most once at a time by a bounded pool, with status and progress
-for the UI.  The profile store and the comparison store are two instances of it.
+for the UI.  The profile store here and the comparison, table and workbook stores of
+:mod:`.compare` are instances of it.  :func:`load_pair` loads a baseline and a target at
+once (the CLI's way in).
 """
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ from collections import OrderedDict
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Callable, Hashable
 
-from .loaders.errors import LoadError
+from ..loaders.errors import LoadError
 
 
 def user_message(exc: BaseException) -> str:
@@ -117,6 +119,10 @@ class JobCache:
         hit = self.peek(key)
         return hit if hit is not None else self.submit(key, fn).result(timeout=timeout)
 
+    def close(self) -> None:
+        """Stop taking work; queued jobs are cancelled, a running one finishes on its thread."""
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
     def forget_errors(self) -> None:
         with self._lock:
             self._errors.clear()
@@ -141,7 +147,7 @@ class _StoredError(LoadError):
 def load_profile(spec, progress=None, pool=None, cache=None):
     """Parse one discovered worker (used by the store and the CLI): from the persistent cache
     when it holds this worker's files, else in a parser process (``pool``), else here."""
-    from . import loaders
+    from .. import loaders
     if spec.error:
         raise _StoredError(spec.error)
     prof = cache.get(spec.fingerprint) if cache is not None else None
@@ -160,11 +166,11 @@ def load_profile(spec, progress=None, pool=None, cache=None):
 def make_backends(logdir: str | None = None, workers: int = 2, start: bool = False):
     """(cache, pool) as configured by the environment; either may be None.  ``start``: start
     the parser processes' fork server first, so its imports overlap the cache's (numpy, pandas)."""
-    from .parsepool import ParsePool, processes_enabled
+    from ..parsepool import ParsePool, processes_enabled
     pool = ParsePool(workers) if processes_enabled() else None
     if pool is not None and start:
         pool.start()
-    from .cache import ProfileCache, enabled
+    from ..cache import ProfileCache, enabled
     cache = None
     if enabled():
         try:
@@ -210,3 +216,36 @@ class ProfileStore:
 
     def get(self, spec, timeout: float | None = None):
         return self.cache.get(spec.fingerprint, lambda p: self._load(spec, p), timeout)
+
+
+def load_pair(base_spec, target_spec, progress=None, backends=(None, None), warm=None):
+    """Baseline and target, parsed at once (two parser processes, through the cache when it has
+    them); ``progress(frac)`` gets the mean of both sides' progress.
+
+    ``warm(profile)``, if given, starts on each side as soon as that side is in, on a thread of
+    its own: the core the side's parser process leaves idle while the other side still parses.
+    """
+    cache, pool = backends
+    fracs = [0.0, 0.0]
+    warmers = ThreadPoolExecutor(2, thread_name_prefix="tbc-warm") if warm is not None else None
+
+    def prog(i):
+        def f(x):
+            fracs[i] = x
+            if progress is not None:
+                progress(sum(fracs) / 2)
+        return f
+
+    def one(spec, i):
+        prof = load_profile(spec, prog(i), pool, cache)
+        if warmers is not None:
+            warmers.submit(warm, prof)          # its errors reach whoever uses the result
+        return prof
+    try:
+        with ThreadPoolExecutor(2, thread_name_prefix="tbc-pair") as ex:
+            fb = ex.submit(one, base_spec, 0)
+            ft = ex.submit(one, target_spec, 1)
+            return fb.result(), ft.result()
+    finally:
+        if warmers is not None:
+            warmers.shutdown(wait=False)

@@ -1,0 +1,52 @@
+"""JSON answers of the smaller comparison routes (memory curves, communication) and the
+``analyses`` listing; the overview is :mod:`.overall_json`, table pages :mod:`.views`."""
+from __future__ import annotations
+
+
+def memory_curve_payload(cmp) -> dict:
+    body = dict(cmp.memory_curves())
+    body["attribution"] = cmp.memory_peak().head(50).to_dict(orient="records")
+    return body
+
+
+def communication_payload(cmp) -> dict:
+    res = cmp.communication()
+    return {"rows": res.to_list(), "notes": list(getattr(res, "notes", []))}
+
+
+def analyses_payload(items, base=None, target=None) -> dict:
+    """Every analysis with its columns and needs; with a pair (profiles or discovered
+    workers), whether it applies and what is missing."""
+    from ..analyses.registry import capabilities
+    held = None
+    if base is not None and target is not None:
+        held = capabilities(base) | capabilities(target)
+    out = []
+    for a in items:
+        d = a.describe()
+        if held is not None:
+            d["missing"] = sorted(a.needs - held)
+            d["available"] = not d["missing"]
+        out.append(d)
+    return {"analyses": out}
+
+
+def analyses_json(cmp) -> dict:
+    """The registered analyses shown in the JSON answers (``outputs`` holds "json"), by name:
+    ``{"label", "columns", "rows"}``, or ``{"label", "unavailable": why}``."""
+    from ..analyses import Unavailable, analyses, missing_inputs
+    out = {}
+    for a in analyses("json"):
+        missing = missing_inputs(a, cmp.base, cmp.target)
+        if missing:
+            out[a.name] = {"label": a.label, "unavailable": f"neither profile holds {' or '.join(missing)}"}
+            continue
+        try:
+            df = cmp.analysis(a.name)
+        except Unavailable as e:
+            out[a.name] = {"label": a.label, "unavailable": str(e)}
+            continue
+        keys = [c.key for c in a.columns if c.key in df.columns]
+        out[a.name] = {"label": a.label, "columns": [c.key for c in a.columns],
+                       "rows": df[keys].to_dict(orient="records")}
+    return out

@@ -1,0 +1,27 @@
+"""What the service answers instead of a result: still working, not parsed, unusable.
+The routes turn them into 202 / 409 / 422; the CLI never sees the first two (it waits)."""
+from __future__ import annotations
+
+
+class Pending(Exception):
+    """The work is under way: ask again (``progress`` 0..1)."""
+
+    def __init__(self, message: str, progress: float) -> None:
+        super().__init__(message)
+        self.message, self.progress = message, progress
+
+
+class NotParsed(Exception):
+    """A read-only request named workers that are not parsed yet (nothing was started)."""
+
+    def __init__(self, message: str, workers: list | None = None) -> None:
+        super().__init__(message)
+        self.message, self.workers = message, workers
+
+
+class Unusable(Exception):
+    """A worker that cannot be compared: discovery or its parse failed (the text says why)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message

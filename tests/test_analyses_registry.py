@@ -1,0 +1,122 @@
+"""The registry of analyses: the built-in views are on it, and a toy analysis added through
+the registry alone (tests/toy_analysis.py) appears in the CLI JSON, a route, the `analyses`
+listing and the workbook, with nothing else changed."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import openpyxl
+import pytest
+
+from tb_compare_plugin import analyses as reg
+from tb_compare_plugin.analyses import Analysis, Column
+
+from conftest import SAMPLES
+from test_plugin_routes import PREFIX, make_client
+
+HERE = Path(__file__).parent
+BASE = SAMPLES / "baseline_gpu" / "worker0.pt.trace.json"
+TARGET = SAMPLES / "target_npu" / "rank0_ascend_pt"
+PAIR = {"baseline": "baseline_gpu/worker0", "target": "target_npu/rank0_ascend_pt"}
+BUILTIN = ["kernel", "api", "operator", "operator_pairs", "module", "memory", "memory_peak"]
+
+
+@pytest.fixture
+def toy():
+    import toy_analysis
+    reg.register(toy_analysis.TOY, replace=True)
+    yield toy_analysis
+    reg.unregister(toy_analysis.NAME)
+
+
+def test_builtin_views_are_registered_route_only():
+    got = [a.name for a in reg.analyses()]
+    assert got[:len(BUILTIN)] == BUILTIN
+    assert all(a.outputs == {"route"} for a in reg.analyses() if a.name in BUILTIN)
+    assert not reg.analyses("json") and not reg.analyses("sheet")
+
+
+def test_registry_refuses_bad_entries():
+    with pytest.raises(ValueError):
+        Analysis("Bad Name", "x", lambda c: None, ())
+    with pytest.raises(ValueError):
+        Analysis("ok", "x", lambda c: None, (), needs={"gpus"})
+    with pytest.raises(ValueError):
+        reg.register(Analysis("kernel", "again", lambda c: None, (Column("name", "N"),)))
+    with pytest.raises(KeyError, match="unknown analysis"):
+        reg.get("nope")
+
+
+def _cli(*args, cwd):
+    code = ("import sys, toy_analysis; from tb_compare_plugin.cli import main; "
+            f"sys.exit(main({[str(a) for a in args]!r}))")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")]))
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=cwd,
+                          env=env, timeout=300)
+
+
+def test_toy_analysis_in_cli_json_and_workbook(tmp_path):
+    if not BASE.exists():
+        pytest.skip("samples not generated")
+    out, book = tmp_path / "out.json", tmp_path / "out.xlsx"
+    r = _cli(BASE, TARGET, "--json", out, "--xlsx", book, "-q", "--no-progress", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    body = json.loads(out.read_text())
+    toy = body["analyses"]["toy_table_rows"]
+    assert toy["columns"] == ["name", "b_rows", "t_rows", "diff_rows"]
+    rows = {row["name"]: row for row in toy["rows"]}
+    assert rows["kernels"]["b_rows"] > 0 and rows["kernels"]["t_rows"] > 0
+    wb = openpyxl.load_workbook(book, read_only=True)
+    assert wb.sheetnames[-1] == "Toy table rows"
+    cells = list(wb["Toy table rows"].iter_rows(min_row=3, values_only=True))
+    assert list(cells[0]) == ["Table", "Base Rows", "Target Rows", "Diff Rows"]
+    sheet = {row[0]: row for row in cells[1:]}
+    assert sheet["kernels"][1] == rows["kernels"]["b_rows"]
+    # without the toy module: no "analyses" key, no extra sheet (the built-ins are unchanged)
+    r = subprocess.run([sys.executable, "-m", "tb_compare_plugin.cli", BASE, TARGET, "--json", out, "-q",
+                        "--no-progress"], capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert "analyses" not in json.loads(out.read_text())
+
+
+def _poll(c, path, body):
+    for _ in range(600):
+        r = c.post(PREFIX + path, data=json.dumps(body), content_type="application/json")
+        if r.status_code != 202:
+            return r
+        time.sleep(0.1)
+    raise AssertionError(f"{path} still 202")
+
+
+def test_toy_analysis_in_routes(toy, tmp_path, monkeypatch):
+    if not BASE.exists():
+        pytest.skip("samples not generated")
+    monkeypatch.setenv("TB_COMPARE_CACHE_DIR", str(tmp_path / "cache"))
+    c = make_client(SAMPLES)
+    listed = json.loads(c.get(PREFIX + "/analyses").get_data())["analyses"]
+    names = [a["name"] for a in listed]
+    assert names[:len(BUILTIN)] == BUILTIN and toy.NAME in names
+    entry = next(a for a in listed if a["name"] == toy.NAME)
+    assert [col["key"] for col in entry["columns"]] == ["name", "b_rows", "t_rows", "diff_rows"]
+    r = _poll(c, "/compare/" + toy.NAME, {**PAIR, "sort": "name", "order": "asc"})
+    assert r.status_code == 200, r.get_data()
+    page = json.loads(r.get_data())
+    assert page["columns"][0] == {"key": "name", "label": "Table", "type": "text"}
+    assert [row["name"] for row in page["rows"]] == sorted(row["name"] for row in page["rows"])
+    r = _poll(c, "/compare/overall", PAIR)
+    assert r.status_code == 200
+    assert toy.NAME in json.loads(r.get_data())["analyses"]
+    r = _poll(c, "/compare/xlsx", PAIR)
+    assert r.status_code == 200
+    import io
+    wb = openpyxl.load_workbook(io.BytesIO(r.get_data()), read_only=True)
+    assert "Toy table rows" in wb.sheetnames
+    # with a pair, the listing says which analyses apply
+    q = "?baseline=baseline_gpu/worker0&target=target_npu/rank0_ascend_pt"
+    listed = json.loads(c.get(PREFIX + "/analyses" + q).get_data())["analyses"]
+    assert all("available" in a and "missing" in a for a in listed)
