@@ -51,18 +51,8 @@ def track_plugin(plugin):
 
 
 def stop_plugin(plugin) -> None:
-    """Stop a plugin's threads and processes: its ``close()`` where it has one; otherwise what
-    can be reached from outside (scanner thread, comparison and load pools, parser processes)."""
-    close = getattr(plugin, "close", None)
-    if callable(close):
-        close()
-        return
-    plugin._scanner.stop()
-    plugin._comparisons._pool.shutdown(wait=True, cancel_futures=True)
-    plugin._store.cache._pool.shutdown(wait=True, cancel_futures=True)
-    backends = plugin._backends
-    if backends is not None and backends[1] is not None:
-        backends[1].shutdown()
+    """Stop a plugin's scanner thread, the service's pools and its parser processes."""
+    plugin.close()
 
 
 def _stop_made_since(n: int) -> None:

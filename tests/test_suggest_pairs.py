@@ -15,14 +15,14 @@ from tensorboard.plugins import base_plugin
 from tb_compare_plugin.loader import ProfileCompareLoader
 from tb_compare_plugin.presenters.runs_json import suggest_pairs
 
-from conftest import needs_corpus, CORPUS
+from conftest import needs_corpus, CORPUS, track_plugin
 
 PREFIX = "/data/plugin/profile_compare"
 
 
 def runs_route(logdir) -> dict:
     ctx = base_plugin.TBContext(logdir=str(logdir), flags=argparse.Namespace(profile_compare_scan_interval=1.0))
-    c = Client(application.TensorBoardWSGI([ProfileCompareLoader().load(ctx)]))
+    c = Client(application.TensorBoardWSGI([track_plugin(ProfileCompareLoader().load(ctx))]))
     r = c.get(PREFIX + "/runs")
     assert r.status_code == 200, r.get_data()[:300]
     return json.loads(r.get_data())
