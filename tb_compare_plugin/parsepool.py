@@ -26,7 +26,8 @@ from concurrent.futures.process import BrokenProcessPool
 from .loaders.errors import LoadError
 
 log = logging.getLogger(__name__)
-_PRELOAD = ["numpy", "pandas", "msgspec", "tb_compare_plugin.loaders.kineto_json",
+_PRELOAD = ["numpy", "pandas", "msgspec", "tb_compare_plugin.formats.registry",
+            "tb_compare_plugin.loaders.kineto_json",
             "tb_compare_plugin.loaders.ascend_text", "tb_compare_plugin.loaders.ascend_db",
             "tb_compare_plugin.cache"]
 

@@ -240,7 +240,7 @@ def test_gpu_unnamed_only_group_shows_no_rows():
 
 
 def _side(device, groups):
-    sb = SideBreakdown(device=device, format="x", step=None, steps_count=1)
+    sb = SideBreakdown(device=device, step=None, steps_count=1)
     for key, first, ns, wait, colls in groups:
         sb.groups.append(GroupMetrics(key, key, None, Metric(ns), Metric(wait), Metric(ns - wait), first,
                                       frozenset(colls)))

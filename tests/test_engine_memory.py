@@ -13,6 +13,7 @@ from tb_compare_plugin.engines.memory import (REFERENCE_HEADERS_COMPARE, REFEREN
 from tb_compare_plugin.engines.memory_curve import (downsample_indices, memory_curves, peak_reserved_gb,
                                                     allocs_series)
 from tb_compare_plugin.engines.memory_peak import peak_attribution
+from tb_compare_plugin.formats.registry import meta_for
 from tb_compare_plugin.model import Profile, ProfileMeta, SymbolTable, make_table
 
 from conftest import SAMPLES
@@ -145,7 +146,7 @@ def test_corpus_curves(corpus):
 # ----------------------------------------------------------------------------- synthetic
 
 def _profile(tables: dict, device="NPU", fmt="ascend-text", sym=None) -> Profile:
-    return Profile(symbols=sym or SymbolTable(), meta=ProfileMeta(device=device, format=fmt), tables=tables)
+    return Profile(symbols=sym or SymbolTable(), meta=meta_for(fmt, device=device), tables=tables)
 
 
 def test_downsampler_keeps_peaks():

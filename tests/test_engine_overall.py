@@ -18,6 +18,7 @@ from tb_compare_plugin.engines import kernel_classes as kc
 from tb_compare_plugin.engines.overall import StepError, breakdown, compare_overall
 from tb_compare_plugin.engines.overall_npu import _counted_notify_waits
 from tb_compare_plugin.engines.overall_steps import select
+from tb_compare_plugin.formats.registry import meta_for
 from tb_compare_plugin.model import (KIND_COMM, KIND_COMPUTE, KIND_MEMCPY, Profile, ProfileMeta, SymbolTable,
                                      make_table)
 
@@ -98,7 +99,7 @@ def test_notify_wait_after_rdma_sends_is_transfer_not_wait():
 def _npu(sym=None, *, nw_plane_has_wait=True, fmt="ascend-text"):
     """A tiny NPU text profile: 2 kernels, 1 collective, Overlap Analysis, 2 HCCL planes."""
     sym = sym or SymbolTable()
-    meta = ProfileMeta(device="NPU", format=fmt, has_pmu=True, bwd_tid=9)
+    meta = meta_for(fmt, device="NPU", has_pmu=True, bwd_tid=9)
     kernels = make_table(
         "kernels", name=sym.intern_many(["Conv2D_1", "Add_1", "MEMCPY_ASYNC", "EVENT_WAIT"]),
         type=sym.intern_many(["Conv2D", "Add", "", ""]),
@@ -151,7 +152,7 @@ def test_rows_order_omission_and_ratios():
 
 
 def test_top_level_rows_always_present_and_ratio_none_when_baseline_zero():
-    empty = Profile(SymbolTable(), ProfileMeta(device="NPU", format="ascend-text"))
+    empty = Profile(SymbolTable(), meta_for("ascend-text", device="NPU"))
     d = compare_overall(empty, _npu()).to_dict()
     top = [r for r in d["overall_metrics"] if r["depth"] == 0]
     assert [r["name"] for r in top] == ["Computing Time", "Uncovered Communication Time", "Free Time", "E2E Time"]

@@ -300,7 +300,7 @@ def test_discovery_error_names_the_trace(tmp_path):
 def test_unlistable_output_folder_says_permission_denied(tmp_path, monkeypatch):
     """classify: an ASCEND_PROFILER_OUTPUT that cannot be listed was reported as "not collected or
     not parsed yet"; now the OS error is named (simulated: the tests run as root)."""
-    from tb_compare_plugin.discovery import classify
+    from tb_compare_plugin.formats import ascend_family as classify
     out = tmp_path / mc.WORKER / mc.OUT
     out.mkdir(parents=True)
     real = os.listdir

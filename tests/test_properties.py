@@ -29,6 +29,7 @@ from tb_compare_plugin.comparison import Comparison
 from tb_compare_plugin.engines.optree import OpTree
 from tb_compare_plugin.engines.overall import breakdown, compare_overall
 from tb_compare_plugin.loaders import kineto_json
+from tb_compare_plugin.formats.registry import meta_for
 from tb_compare_plugin.model import intervals, timeconv
 from tb_compare_plugin.model.profile import (KIND_COMM, KIND_COMPUTE, KIND_MEMCPY, KIND_MEMSET, Profile,
                                              ProfileMeta, make_table)
@@ -124,7 +125,7 @@ def npu_profiles(draw, lccl: bool = True) -> Profile:
         tables["overlap"] = make_table("overlap", len(rows), kind=np.array([r[0] for r in rows], np.int8),
                                        start_ns=np.array([r[1] for r in rows], np.int64),
                                        dur_ns=np.array([r[2] for r in rows], np.int64))
-    meta = ProfileMeta(device="NPU", format=fmt, has_pmu=True)
+    meta = meta_for(fmt, device="NPU", has_pmu=True)
     return Profile(sym, meta, tables)
 
 

@@ -1,4 +1,4 @@
-"""Walk a logdir and group what :mod:`classify` recognises into runs.
+"""Walk a logdir and group what :mod:`classify` recognises (through the format registry) into runs.
 
 Follows symlinked folders once (loops are cut by real path), never descends into
 a worker folder, and never raises for unreadable folders.
@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import os
 
-from .classify import (ASCEND_OUT, _TRACE_SUFFIXES, classify_ascend_dir, classify_trace_file,
-                       is_ascend_worker_dir, sniff_trace_json)
+from .classify import classify_entry
 from .spec import RunInfo
 
 MAX_DEPTH = 12
@@ -26,10 +25,9 @@ def find_runs(logdir: str) -> list[RunInfo]:
     runs: dict[str, RunInfo] = {}
     seen_real: set[str] = set()
 
-    def add(folder: str, spec_fn):
+    def add(folder: str, spec):
         name = _run_name(logdir, folder)
-        run = runs.setdefault(name, RunInfo(name, folder))
-        run.workers.append(spec_fn(name))
+        runs.setdefault(name, RunInfo(name, folder)).workers.append(spec)
 
     def visit(folder: str, depth: int):
         try:
@@ -50,29 +48,22 @@ def find_runs(logdir: str) -> list[RunInfo]:
                 is_file = not is_dir and e.is_file()
             except OSError:
                 continue
-            if is_dir:
-                if e.name in _SKIP_DIRS or e.name.startswith("."):
-                    continue
-                if is_ascend_worker_dir(e.name):
-                    add(folder, lambda run, p=e.path: classify_ascend_dir(run, p))
-                elif e.name == ASCEND_OUT:
-                    # a bare ASCEND_PROFILER_OUTPUT: the folder holding it is the run
-                    add(folder, lambda run, p=e.path: classify_ascend_dir(run, p, ASCEND_OUT))
-                else:
-                    subdirs.append(e.path)
-            elif is_file:
-                n = e.name
-                if n.endswith(_TRACE_SUFFIXES) or (n.endswith((".json", ".json.gz"))
-                                                   and n != "trace_view.json"
-                                                   and sniff_trace_json(e.path)):
-                    add(folder, lambda run, p=e.path: classify_trace_file(run, p))
+            if is_dir and (e.name in _SKIP_DIRS or e.name.startswith(".")):
+                continue
+            if not (is_dir or is_file):
+                continue
+            spec = classify_entry(e.path, _run_name(logdir, folder))
+            if spec is not None:
+                add(folder, spec)
+            elif is_dir:
+                subdirs.append(e.path)
         for d in subdirs:
             visit(d, depth + 1)
 
     if os.path.isdir(logdir):
-        if is_ascend_worker_dir(os.path.basename(logdir)) or os.path.basename(logdir) == ASCEND_OUT:
-            parent = os.path.dirname(logdir)
-            runs["."] = RunInfo(".", parent, [classify_ascend_dir(".", logdir)])
+        spec = classify_entry(logdir, ".")         # the logdir is itself one worker's folder
+        if spec is not None:
+            runs["."] = RunInfo(".", os.path.dirname(logdir), [spec])
         else:
             visit(logdir, 0)
     for r in runs.values():

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from ..model.derived import derived
 from ..model.keys import value_at_key
 from .sidebyside import BOTH, BASE_ONLY, TARGET_ONLY, ratio
 
@@ -132,30 +133,20 @@ def place_records(profile, tree) -> pd.DataFrame:
     return pd.DataFrame({"alloc": np.arange(len(ma)), "t_ns": t, "node": node})
 
 
-_PLACED = "_tbc_placed_op_rows"        # profile attribute: (ops, mem_allocs, op row per allocation)
-
-
 def placed_op_rows(profile, tree=None, node: np.ndarray | None = None) -> np.ndarray:
-    """Row in ops of the op each allocation was placed under (-1 none), kept on the profile:
-    the memory and peak engines both need it, and the op tree it comes from is costly to build.
-    ``node``: the ``place_records`` nodes of ``tree`` when the caller has them."""
-    got = vars(profile).get(_PLACED)
-    ops, ma = profile.tables["ops"], profile.tables["mem_allocs"]
-    if got is not None and got[0] is ops and got[1] is ma:
-        return got[2]
-    if node is None:
-        tree = tree if tree is not None else op_tree(profile)
-        node = place_records(profile, tree)["node"].to_numpy()
-    rows = np.where(node >= 0, tree.op_rows[np.maximum(node, 0)], -1) if tree.n else node
-    vars(profile)[_PLACED] = (ops, ma, rows)
-    return rows
+    """Row in ops of the op each allocation was placed under (-1 none), kept in the derived-data
+    cache: the memory and peak engines both need it, and the op tree it comes from is costly to
+    build.  ``node``: the ``place_records`` nodes of ``tree`` when the caller has them."""
+    def build():
+        nonlocal tree, node
+        if node is None:
+            tree = tree if tree is not None else op_tree(profile)
+            node = place_records(profile, tree)["node"].to_numpy()
+        return np.where(node >= 0, tree.op_rows[np.maximum(node, 0)], -1) if tree.n else node
+    return derived(profile, "placed_op_rows", build)
 
 
 # ----------------------------------------------------------------------------- per top-layer op
-
-def _missing_release(fmt: str) -> str:
-    return "0.0" if fmt.endswith("db") else "None" if fmt == "trace-json" else "0"
-
 
 def op_memory(profile, tree=None, step: int | None = None, details: bool = True,
               top: np.ndarray | None = None) -> pd.DataFrame:
@@ -201,13 +192,14 @@ def op_memory(profile, tree=None, step: int | None = None, details: bool = True,
         "size_kb": size, "duration_ms": dur, "n_allocs": cnt, "details": text})
 
 
-def _us_texts(ns: np.ndarray, fmt: str) -> list[str]:
-    """Timestamps (ns) as the reference prints them (text: the CSV's µs string, ``123.456``, on
-    trace-json ``123`` when whole; DB: ns / 1000 as a float)."""
-    if fmt.endswith("db"):
+def _us_texts(ns: np.ndarray, style: str) -> list[str]:
+    """Timestamps (ns) as the reference prints them, by how the source wrote them
+    (``meta.us_text``): "fixed3" the CSV's µs string ``123.456``; "trim" the trace's, ``123``
+    when whole; "float" ns / 1000 as a float (DB)."""
+    if style == "float":
         return [repr(x / 1000) for x in ns.tolist()]       # int / int: correctly rounded
     q, m = (ns // 1000).tolist(), (ns % 1000).tolist()     # floor division, as Python's
-    if fmt == "trace-json":
+    if style == "trim":
         return [f"{a}.{b:03d}" if b else str(a) for a, b in zip(q, m)]
     return [f"{a}.{b:03d}" for a, b in zip(q, m)]
 
@@ -223,7 +215,7 @@ def _details(profile, tree, sel, node, top, t_ns, kb, a, r, d, n) -> list[str]:
     """Allocated Details per top-layer op: one line per allocation, nodes breadth-first, each
     node's allocations in placement-time order (the reference's listing order)."""
     strings = profile.symbols.as_array()
-    fmt = profile.meta.format
+    style = profile.meta.us_text
     raw = profile.mem_allocs["name"].to_numpy()[sel]
     cann_ids = profile.symbols.ids_matching(lambda s: "cann::" in s)
     owner = profile.ops["name"].to_numpy()[tree.op_rows[node]]
@@ -231,10 +223,10 @@ def _details(profile, tree, sel, node, top, t_ns, kb, a, r, d, n) -> list[str]:
     rank = _bfs_rank(tree)[node]
     order = np.lexsort((sel, t_ns, rank, top))
     ro = r[order]
-    miss = _missing_release(fmt)
-    rel = [x if ok else miss for x, ok in zip(_us_texts(ro, fmt), (ro > 0).tolist())]
+    miss = profile.meta.unreleased_text
+    rel = [x if ok else miss for x, ok in zip(_us_texts(ro, style), (ro > 0).tolist())]
     lines = [f"{nm}, ({at}, {rt}), [duration: {du}], [size: {k}]\n" for nm, at, rt, du, k in
-             zip(strings[shown[order]].tolist(), _us_texts(a[order], fmt), rel,
+             zip(strings[shown[order]].tolist(), _us_texts(a[order], style), rel,
                  _float_texts(d[order].astype(np.float64) / 1000.0), _float_texts(kb[order]))]
     out = [""] * n
     ts = top[order]
@@ -289,7 +281,7 @@ def _side(frame: pd.DataFrame, idx: np.ndarray, p: str) -> dict:
 
 
 def _options(options):
-    from ..comparison import Options
+    from .options import Options
     if options is None or isinstance(options, Options):
         return options or Options()
     names = Options.__dataclass_fields__

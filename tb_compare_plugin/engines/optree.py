@@ -17,14 +17,14 @@ Each node's subtree device time ``kernel_ns`` splits into ``comm_ns`` (collectiv
 """
 from __future__ import annotations
 
-import threading
-from concurrent.futures import Future
+import weakref
 from functools import cached_property
 
 import numpy as np
 import pandas as pd
 
 from ..model import KIND_COMM, KIND_MEMSET
+from ..model.derived import derived
 from ..model.intervals import depths, nest, sweep_order
 from .api import host_op_mask
 
@@ -147,31 +147,26 @@ def _loader_parents(ops, sel: np.ndarray):
     return out
 
 
-_TREE_LOCK = threading.Lock()
-
-
 def tree_of(profile) -> "OpTree":
     """The profile's tree, built once per profile whoever asks first (a profile never changes once
-    loaded).  Any thread may ask: while one builds it, the others wait for that build.  So the CLI
-    can start a side's tree as soon as that side is parsed, on the core its parser left idle."""
-    with _TREE_LOCK:
-        fut = profile.__dict__.get("_optree")
-        mine = fut is None
-        if mine:
-            fut = profile.__dict__["_optree"] = Future()
-    if mine:
-        try:
-            fut.set_result(OpTree(profile))
-        except BaseException as e:          # every waiter (and later caller) gets the same error
-            fut.set_exception(e)
-    return fut.result()
+    loaded), kept in the derived-data cache (``model.derived``).  Any thread may ask: while one
+    builds it, the others wait for that build.  So the CLI can start a side's tree as soon as that
+    side is parsed, on the core its parser left idle."""
+    return derived(profile, "optree", lambda: OpTree(profile))
 
 
 class OpTree:
     """Pre-ordered host-op forest of one profile with the device events under each node."""
 
+    @property
+    def profile(self):
+        prof = self._profile()
+        if prof is None:
+            raise ReferenceError("the profile of this op tree is gone")
+        return prof
+
     def __init__(self, profile) -> None:
-        self.profile = profile
+        self._profile = weakref.ref(profile)    # weak: the derived-data cache keys trees by profile
         self.device = profile.meta.device
         ops = profile.ops
         sym = profile.symbols
@@ -229,7 +224,7 @@ class OpTree:
         def col(frame, rows, name):
             return frame[name].to_numpy()[rows]
         ttype = col(k, kr, "task_type")
-        if prof.meta.format.endswith("-db"):      # DB: the compute task's own type (AI_VECTOR_CORE...)
+        if prof.meta.task_types_from_db:        # DB: the compute task's own type (AI_VECTOR_CORE...)
             core = col(k, kr, "accel_core")
             ttype = np.where(core > 0, core, ttype)
         nk, nc = len(kr), len(cr)

@@ -69,7 +69,6 @@ class GroupMetrics:
 @dataclass
 class SideBreakdown:
     device: str
-    format: str
     step: int | None
     steps_count: int
     metrics: dict = field(default_factory=dict)     # key -> Metric (see overall_rows.ROWS)
@@ -102,7 +101,7 @@ class OverallResult:
     reference_compat: bool = False
 
     def to_dict(self) -> dict:
-        side = lambda b: {"device": b.device, "format": b.format, "step": b.step}  # noqa: E731
+        side = lambda b: {"device": b.device, "step": b.step}  # noqa: E731
         return {
             "baseline": side(self.baseline), "target": side(self.target),
             "overall_metrics": self.rows,
@@ -249,7 +248,7 @@ def breakdown(profile, step: int | None = None, reference_compat: bool = False,
     sel = select(profile, step)
     k, sym = profile.kernels, profile.symbols
     device = "NPU" if profile.meta.device == "NPU" else "GPU"
-    sb = SideBreakdown(device=profile.meta.device, format=profile.meta.format, step=sel.step,
+    sb = SideBreakdown(device=profile.meta.device, step=sel.step,
                        steps_count=sel.steps_count)
     gpu = overall_gpu.GpuRows(profile, sel, reference_compat) if device == "GPU" else None
     rows, codes, hide = _categorise(profile, sel, reference_compat, gpu)

@@ -90,7 +90,9 @@ def _pg_of(pg_names: dict, group: str) -> str | None:
 
 
 def is_db(profile) -> bool:
-    return str(profile.meta.format).endswith("-db")
+    """Device tasks come from a profiler database (the reference's DB path), a fact the format
+    descriptor records; engines never ask the format id."""
+    return bool(profile.meta.task_types_from_db)
 
 
 # ------------------------------------------------------------------------------------ categorised

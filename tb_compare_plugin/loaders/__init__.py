@@ -1,34 +1,28 @@
-"""Loaders: one module per on-disk format, each returning a :class:`Profile`.
+"""Loaders: the parsing machinery of each on-disk format, each returning a :class:`Profile`.
 
-``load(fmt, root)`` is the single entry point the store and the CLI use.  A
-loader reads files and fills tables; it never compares.  Any problem with the
-input surfaces as :class:`LoadError` naming the file.
+Which loader reads which format is the format descriptors' business (``formats/``);
+``load(fmt, root)`` is kept as the one call the store, the parse pool, the CLI and tests use,
+and dispatches through the format registry.  A loader reads files and fills tables; it never
+compares.  Any problem with the input surfaces as :class:`LoadError` naming the file.
 """
 from __future__ import annotations
 
-from typing import Callable, Optional
+from typing import Callable, Mapping, Optional
 
 from .errors import LoadError
 
 Progress = Optional[Callable[[float], None]]
 
-FORMATS = ("trace-json", "ascend-text", "ascend-db", "mindspore-text", "mindspore-db")
+
+def load(fmt: str, root: str, progress: Progress = None, options: Mapping | None = None):
+    """Parse the worker at ``root`` (a trace file, or an Ascend/MindSpore output folder or .db)
+    as format ``fmt``; ``options``: load options the format may take (e.g. ``gpu_flow_cat``)."""
+    from ..formats import registry
+    try:
+        desc = registry.get(fmt)
+    except registry.UnknownFormat:
+        raise LoadError(root, f"unknown profile format {fmt!r}") from None
+    return desc.load(root, progress, options)
 
 
-def load(fmt: str, root: str, progress: Progress = None):
-    """Parse the worker at ``root`` (a trace file, or an Ascend/MindSpore output folder or .db)."""
-    if fmt == "trace-json":
-        from . import kineto_json
-        return kineto_json.load(root, progress=progress)
-    if fmt in ("ascend-text", "mindspore-text"):
-        from . import ascend_text
-        return ascend_text.load(root, framework="MindSpore" if fmt.startswith("mindspore") else "PyTorch",
-                                progress=progress)
-    if fmt in ("ascend-db", "mindspore-db"):
-        from . import ascend_db
-        return ascend_db.load(root, framework="MindSpore" if fmt.startswith("mindspore") else "PyTorch",
-                              progress=progress)
-    raise LoadError(root, f"unknown profile format {fmt!r}")
-
-
-__all__ = ["load", "LoadError", "FORMATS"]
+__all__ = ["load", "LoadError"]

@@ -164,7 +164,18 @@ class ProfileMeta:
     compute_stream: int | None = None   # most frequent non-comm kernel stream
     # True when the CSV had the PMU columns the Cube/Vector split needs (Ascend level1+)
     has_pmu: bool = False
+    # How the source wrote its data, recorded by the format descriptor (formats/*.py): engines
+    # ask these facts, never the format id.
+    task_types_from_db: bool = False    # device task types come from a profiler database's TASK
+                                        # table (kernels.accel_core: the compute task's own type)
+    us_text: str = "trim"               # how the source prints µs timestamps: "trim" (123 when
+                                        # whole, else 123.456), "fixed3" (123.000), "float" (ns/1000)
+    unreleased_text: str = "None"       # the reference's text for a release time the source lacks
+    capabilities: list = field(default_factory=list)  # what the format can hold (formats/base.py)
     warnings: list[str] = field(default_factory=list)
+
+    # the fields above that the format descriptor sets, not the loader
+    FORMAT_FACTS = ("task_types_from_db", "us_text", "unreleased_text", "capabilities")
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -147,15 +147,18 @@ class _StoredError(LoadError):
 def load_profile(spec, progress=None, pool=None, cache=None):
     """Parse one discovered worker (used by the store and the CLI): from the persistent cache
     when it holds this worker's files, else in a parser process (``pool``), else here."""
-    from .. import loaders
+    from ..formats import registry
     if spec.error:
         raise _StoredError(spec.error)
     prof = cache.get(spec.fingerprint) if cache is not None else None
-    if prof is None:
-        if pool is not None:
+    if prof is not None:
+        registry.finish(prof)           # facts of its format, also on entries that predate one
+    else:
+        # a format registered at run time is unknown to the parser processes' fork server
+        if pool is not None and registry.is_builtin(spec.format):
             prof = pool.parse(spec.format, spec.root, spec.fingerprint, progress)
         else:
-            prof = loaders.load(spec.format, spec.root, progress=progress)
+            prof = registry.load(spec.format, spec.root, progress=progress)
             if cache is not None:
                 cache.put(spec.fingerprint, prof)
     if spec.rank is not None and prof.meta.rank is None:

@@ -1,0 +1,6 @@
+"""The ``mindspore-text`` format: the text export (``trace_view.json`` + CSVs in ASCEND_PROFILER_OUTPUT) of a
+MindSpore run on Ascend NPUs.  Recognised and parsed as the rest of the Ascend family
+(``ascend_family``), with framework MindSpore."""
+from .ascend_family import AscendFormat
+
+DESCRIPTOR = AscendFormat("text", "MindSpore")

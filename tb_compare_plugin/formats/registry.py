@@ -1,0 +1,109 @@
+"""The input formats tb-compare reads, in recognition order.  Adding a format: one module in
+this package defining a :class:`~.base.FormatDescriptor` (plus its tests), and one line below.
+
+Discovery asks :func:`recognise`, the loaders' dispatch and the parse pool call :func:`load`,
+everything else asks :func:`get` for a descriptor by id.  :func:`register` adds a descriptor at
+run time (tests, or a third-party format): the parse pool's children are forked from the fork
+server, so a format registered after it started is parsed in-process (see ``parsepool``).
+"""
+from __future__ import annotations
+
+import threading
+from typing import Mapping
+
+from .ascend_db import DESCRIPTOR as _ASCEND_DB
+from .ascend_text import DESCRIPTOR as _ASCEND_TEXT
+from .base import FormatDescriptor, Progress
+from .mindspore_db import DESCRIPTOR as _MINDSPORE_DB
+from .mindspore_text import DESCRIPTOR as _MINDSPORE_TEXT
+from .trace_json import DESCRIPTOR as _TRACE_JSON
+
+BUILTIN: tuple = (_TRACE_JSON, _ASCEND_TEXT, _ASCEND_DB, _MINDSPORE_TEXT, _MINDSPORE_DB)
+
+_lock = threading.Lock()
+_formats: list = list(BUILTIN)
+
+
+class UnknownFormat(KeyError):
+    pass
+
+
+def all_formats() -> tuple:
+    """Every registered descriptor, in recognition order."""
+    return tuple(_formats)
+
+
+def ids() -> tuple:
+    return tuple(d.id for d in _formats)
+
+
+def builtin_ids() -> tuple:
+    return tuple(d.id for d in BUILTIN)
+
+
+def get(fmt: str) -> FormatDescriptor:
+    for d in _formats:
+        if d.id == fmt:
+            return d
+    raise UnknownFormat(fmt)
+
+
+def register(desc: FormatDescriptor, first: bool = False) -> FormatDescriptor:
+    """Add ``desc`` (replacing a descriptor of the same id); ``first``: recognised before the others."""
+    if not desc.id:
+        raise ValueError("a format descriptor needs an id")
+    with _lock:
+        _formats[:] = [d for d in _formats if d.id != desc.id]
+        _formats.insert(0, desc) if first else _formats.append(desc)
+    return desc
+
+
+def unregister(fmt: str) -> None:
+    with _lock:
+        _formats[:] = [d for d in _formats if d.id != fmt or d in BUILTIN]
+
+
+def recognise(path: str, run: str | None = None):
+    """The :class:`WorkerSpec` of the first format that recognises ``path``, or None.  A
+    recogniser shared by several descriptors (a format family) is asked once."""
+    asked: list = []
+    formats = list(_formats)
+    for d in formats:
+        fn = d.recognise
+        if fn in asked:
+            continue
+        asked.append(fn)
+        spec = fn(path, run)
+        if spec is not None:
+            return spec
+    if run is None:                     # a path the user named: a format may still claim it
+        for d in formats:
+            spec = d.fallback(path)
+            if spec is not None:
+                return spec
+    return None
+
+
+def load(fmt: str, root: str, progress: Progress = None, options: Mapping | None = None):
+    """Parse the worker at ``root`` as format ``fmt`` (a Profile with the format's facts set)."""
+    return get(fmt).load(root, progress, options)
+
+
+def finish(profile):
+    """Record the facts of ``profile.meta.format`` on a profile read back from a cache."""
+    try:
+        return get(profile.meta.format).finish(profile)
+    except UnknownFormat:
+        return profile
+
+
+def is_builtin(fmt: str) -> bool:
+    return fmt in builtin_ids()
+
+
+def meta_for(fmt: str, **fields):
+    """A ProfileMeta of format ``fmt`` carrying the format's facts (for profiles built by hand:
+    tests, synthetic profiles)."""
+    from ..model import ProfileMeta
+    desc = get(fmt)
+    return ProfileMeta(format=fmt, **{**dict(desc.facts), "capabilities": sorted(desc.capabilities), **fields})
