@@ -126,7 +126,7 @@ class Progress:
 
 def make_options(args):
     from .comparison import Options
-    from .engines.name_map import parse_name_map
+    from .name_map_input import parse_name_map
     if args.max_kernel_num is not None and args.max_kernel_num <= 3:
         raise CliError("--max-kernel-num must be greater than 3")
     try:

@@ -5,24 +5,9 @@ numbers.  Holds no file or HTTP knowledge.
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, field, asdict
+from dataclasses import dataclass
 
-
-@dataclass(frozen=True)
-class Options:
-    """Everything that changes a comparison's numbers (part of the cache key)."""
-    base_step: int | None = None
-    target_step: int | None = None
-    per_step: bool | None = None          # None: automatic (per-step when step counts differ)
-    op_name_map: tuple = ()               # ((from, to), ...)
-    use_input_shape: bool = False
-    max_kernel_num: int | None = None
-    disable_details: bool = False
-    disable_module: bool = False          # operator sheets even when both sides have modules
-    reference_compat: bool = False        # overall figures as msprof-analyze compare makes them
-
-    def key(self) -> tuple:
-        return tuple(sorted(asdict(self).items()))
+from .engines.options import Options    # noqa: F401  (re-exported: callers import it from here)
 
 
 @dataclass

@@ -14,7 +14,8 @@ from hypothesis import given, settings, strategies as st
 
 from tb_compare_plugin.comparison import Options
 from tb_compare_plugin.engines import align as A
-from tb_compare_plugin.engines.name_map import NameMapper, parse_name_map
+from tb_compare_plugin.engines.name_map import NameMapper
+from tb_compare_plugin.name_map_input import parse_name_map
 from tb_compare_plugin.engines.operator import (REFERENCE_HEADERS_PAIRS, REFERENCE_HEADERS_STATS,
                                                 compare_operators, match_ops)
 from tb_compare_plugin.engines.optree import OpTree

@@ -28,7 +28,7 @@ from functools import cached_property
 import numpy as np
 import pandas as pd
 
-from ..comparison import Options
+from .options import Options
 from ..model.intervals import nest, sweep_order
 from .align import align, unmatched
 from .module_sheets import module_stats, objects, reference_rows_rows, reference_rows_stats, rows_frame

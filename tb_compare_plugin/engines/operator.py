@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..comparison import Options
+from .options import Options
 from .align import align, unmatched
 from .name_map import NameMapper
 from .optree import OpTree, none_for_missing, tree_of

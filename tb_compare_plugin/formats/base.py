@@ -11,7 +11,8 @@ A descriptor answers four questions and nothing else:
   (the four Ascend/MindSpore formats do): the registry calls a shared function once.
 * ``peek(path)`` -> dict of header facts (``rank``, ``steps``, ``has``, ``error``) without a parse.
 * ``load(root, progress, options)`` -> :class:`Profile`, by calling the parsing machinery in
-  ``loaders/``; ``options`` is a mapping of load options (e.g. ``gpu_flow_cat``) a format may use.
+  ``loaders/``; ``options`` is a mapping of load options, passed to the loader when it takes them
+  by keyword (none of the built-in loaders takes one today).
   The descriptor then records on ``profile.meta`` the facts engines ask (``finish``).
 * ``capabilities``: what a profile of this format can hold (kernels, steps, memory, modules,
   communication, links, pmu, overlap, ...), for analyses and views to ask before they run.

@@ -16,7 +16,7 @@ Progress = Optional[Callable[[float], None]]
 
 def load(fmt: str, root: str, progress: Progress = None, options: Mapping | None = None):
     """Parse the worker at ``root`` (a trace file, or an Ascend/MindSpore output folder or .db)
-    as format ``fmt``; ``options``: load options the format may take (e.g. ``gpu_flow_cat``)."""
+    as format ``fmt``; ``options``: load options the format may take (by keyword)."""
     from ..formats import registry
     try:
         desc = registry.get(fmt)
