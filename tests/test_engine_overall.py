@@ -1,9 +1,12 @@
 """Overall comparison engine: unit tests on hand-made profiles, and the reference's
 OverallMetrics figures on the real corpus (golden pairs i-v), row by row.
 
-Golden rows must match in name, count and duration (0.1 % or 0.001 ms), except the rows
-listed in DEVIATIONS, where our figure is asserted instead (docs/deviations.md says why);
-with ``reference_compat=True`` every reference row must match.
+Default mode: every golden row equals ours (name, depth, order, durations within 10 ns,
+Numbers) unless docs/deviations.md's machine-readable block names it, and then the rule it
+names must hold (``RULES``: the expected figure computed the documented way).  With
+``reference_compat=True`` every reference row must match (the CLI does the same in
+tests/test_overall_reference_compat.py).  Interval algebra is checked against a pure-Python
+oracle (tests/interval_oracle.py).
 """
 from __future__ import annotations
 
@@ -23,6 +26,7 @@ from tb_compare_plugin.model import (KIND_COMM, KIND_COMPUTE, KIND_MEMCPY, Profi
                                      make_table)
 
 import interval_oracle as oracle
+import overall_golden as og
 from conftest import CORPUS, GOLDEN, needs_corpus
 
 # ------------------------------------------------------------------------------------ helpers
@@ -160,6 +164,17 @@ def test_top_level_rows_always_present_and_ratio_none_when_baseline_zero():
     assert any("no device activity" in n for n in d["notes"])
 
 
+
+def test_compat_rows_leave_out_lccl():
+    from tb_compare_plugin.engines.overall import Metric, SideBreakdown
+    from tb_compare_plugin.engines.overall_rows import build_rows
+    sb = SideBreakdown("NPU", "ascend-text", None, 1, metrics={
+        "computing": Metric(10, 1), "lccl": Metric(5, 2), "uncovered": Metric(0), "free_time": Metric(0),
+        "e2e": Metric(15)})
+    assert "Lccl" in [r["name"] for r in build_rows(sb, sb)]
+    assert [r["name"] for r in build_rows(sb, sb, compat=True)] == ["Computing Time", "Uncovered Communication Time",
+                                                                    "Free Time", "E2E Time"]
+
 def _gpu(steps=2):
     """Kineto-like: per step a gemm kernel, an elementwise kernel, an NCCL kernel, a memcpy."""
     sym = SymbolTable()
@@ -243,31 +258,6 @@ PAIRS = {
     "v": ("v_npu_db_l1r0_vs_l1r1", ("ascend-db", "npu/alexnet_ddp_2rank_db_level1/rank0_ascend_pt"),
           ("ascend-db", "npu/alexnet_ddp_2rank_db_level1/rank1_ascend_pt")),
 }
-_ABSENT = None
-# Rows where we differ from the reference on purpose (docs/deviations.md): our figure as
-# (baseline ms, baseline count, target ms, target count); _ABSENT = we show no such row.
-DEVIATIONS = {
-    "i": {"Free": (24.869873, None, 25.369669, None)},
-    "ii": {"Free": (24.877902, None, 24.869873, None)},
-    "iii": {"Conv (Backward)": (272.9, 1500, 1.966314, 46), "Conv (Backward) (Cube)": (120.979, 678, 1.085022, 9),
-            "Conv (Backward) (Vector)": (151.921, 822, 0.881292, 37), "Vector": (191.541, 6630, 4.145534, 94),
-            "Vector (No Trans)": (191.541, 6630, 3.668164, 69), "Cube": _ABSENT,
-            "Free Time": (404.945, None, 25.74405, None), "Free": (392.919, None, 24.869873, None),
-            "E2E Time": (996.477, None, 136.581009, None)},
-    "iv": {"SDMA": (3.991, None, 95.129, None), "Free": (91.346, None, 28.664, None)},
-    "v": {"Free": (30.082078, None, 29.773798, None), "Other": _ABSENT},
-}
-# Rows the reference does not show and we do: (baseline ms, target ms)
-EXTRA_ROWS = {
-    "i": {"Wait": (0.0147, 0.00012), "SDMA": (0.874177, 1.305605)},
-    "ii": {"Wait": (0.0, 0.0147), "SDMA": (1.0302, 0.874177)},
-    "iii": {"Wait": (0.0, 0.0147), "SDMA": (12.026, 0.874177)},
-    "iv": {},
-    "v": {"SDMA": (0.861839, 0.781716)},
-}
-COMPAT_ABSENT = {"v": {"Other"}}        # the reference's 2.2e-16 ms of float noise
-
-
 @pytest.fixture(scope="session")
 def profiles():
     from tb_compare_plugin.loaders import load
@@ -293,22 +283,21 @@ def _golden_rows(pair):
     return g["sheets"]["OverallMetrics"]["rows"]
 
 
-def _check(pair, ours, golden_rows, deviations, absent_ok):
+def _check(pair, ours, golden_rows, absent_ok):
     pending = {}
     for r in ours:
         pending.setdefault(r["name"], []).append(r)
     seen_order = []
     for g in golden_rows:
         name = g[0].strip("\t")
-        dev = deviations.get(name, "match")
         mine = pending.get(name) or []
-        if dev is _ABSENT or name in absent_ok:
+        if name in absent_ok:
             assert not mine, f"{pair}: {name} should be absent"
             continue
         assert mine, f"{pair}: reference row {name!r} missing"
         r = mine.pop(0)
         seen_order.append(r["name"])
-        want = (g[1], g[3], g[4], g[6]) if dev == "match" else dev
+        want = (g[1], g[3], g[4], g[6])
         got = (r["baseline"]["duration_ms"], _count(r["baseline"]["count"]),
                r["target"]["duration_ms"], _count(r["target"]["count"]))
         assert _close(got[0], want[0]) and _close(got[2], want[2]), f"{pair} {name}: {got} != {want}"
@@ -319,16 +308,158 @@ def _check(pair, ours, golden_rows, deviations, absent_ok):
     return {n: rs for n, rs in pending.items() if rs}
 
 
+def _sum(rows: dict, name: str, side: str, ref: bool = False) -> float:
+    """Σ over the rows named ``name`` (a group's Wait / Transmit repeat per group); 0 if none."""
+    return sum(float(r[side]["ms"] if ref else r[side]["duration_ms"]) for r in rows.get(name, []))
+
+
+def _n(rows: dict, name: str, side: str, ref: bool = False) -> int:
+    r = rows.get(name)
+    if not r:
+        return 0
+    return r[0][side]["number"] if ref else (r[0][side]["count"] or 0)
+
+
+def _near(a: float, b: float) -> bool:
+    return abs(a - b) <= og.DURATION_NS
+
+
+def _ns_ms(x) -> float:
+    return int(x) / 1e6
+
+
+def _sdma_oracle(p) -> tuple[float, float]:
+    """(our SDMA, the reference's SDMA) of one profile in ms, the documented way, in plain Python."""
+    k = p.kernels
+    names = [x.lower() for x in p.symbols.strings(k["name"].to_numpy())]
+    types = p.symbols.strings(k["task_type"].to_numpy())
+    streams, kinds, durs = (k[c].to_numpy().tolist() for c in ("stream", "kind", "dur_ns"))
+    if p.meta.device == "GPU":
+        on = [st == p.meta.compute_stream and any(w in n for w in ("htod", "dtod", "dtoh", "memset (device)"))
+              for n, st in zip(names, streams)]
+        ours = sum(d for d, x in zip(durs, on) if x)
+        ref = sum(d for d, x, t in zip(durs, on, types) if x and t.lower() == "gpu_memcpy")
+        return _ns_ms(ours), _ns_ms(ref)
+    compute = {st for st, kd in zip(streams, kinds) if kd == KIND_COMPUTE}
+    waits = {st for st, t in zip(streams, types) if t in ("EVENT_WAIT_SQE", "EVENT_WAIT")}
+    chosen = (compute & waits) or compute
+    ours = sum(d for d, st, t in zip(durs, streams, types)
+               if st in chosen and t in ("SDMA_SQE", "PCIE_DMA_SQE", "MEMCPY_ASYNC"))
+    return _ns_ms(ours), 0.0           # the reference finds no stream (text) or no task type (DB)
+
+
+def _span_oracle(p) -> tuple[float, float]:
+    """GPU E2E in ms: (every device event, the reference's kernel/gpu_memcpy events on streams ≠ 0)."""
+    k = p.kernels
+    types = [t.lower() for t in p.symbols.strings(k["task_type"].to_numpy())]
+    start, dur, stream = (k[c].to_numpy().tolist() for c in ("start_ns", "dur_ns", "stream"))
+    ev = list(zip(start, dur, types, stream))
+
+    def span(xs):
+        return _ns_ms(max(s + d for s, d, *_ in xs) - min(s for s, *_ in xs)) if xs else 0.0
+    return span(ev), span([e for e in ev if e[2] in ("kernel", "gpu_memcpy") and e[3] != 0])
+
+
+def _rule_stream_sdma(side, prof, O, R, rows):
+    ours, ref = _sdma_oracle(prof)
+    assert _near(_sum(O, "SDMA", side), ours), (side, _sum(O, "SDMA", side), ours)
+    assert _near(_sum(R, "SDMA", side, True), ref), (side, _sum(R, "SDMA", side, True), ref)
+
+
+def _rule_free_follows_sdma(side, prof, O, R, rows):
+    d = lambda name: _sum(O, name, side) - _sum(R, name, side, True)  # noqa: E731
+    assert _near(d("Free"), d("Free Time") - d("SDMA")), (side, d("Free"), d("Free Time"), d("SDMA"))
+
+
+def _rule_wait_plane(side, prof, O, R, rows):
+    assert _sum(R, "Wait", side, True) == 0
+    assert _near(_sum(O, "Wait", side) + _sum(O, "Transmit", side), _sum(R, "Transmit", side, True))
+
+
+_CONV_ROWS = ("Conv (Backward)", "Conv (Backward) (Cube)", "Conv (Backward) (Vector)", "Cube", "Vector",
+              "Vector (Trans)", "Vector (No Trans)")
+
+
+def _rule_conv_bwd_mask(side, prof, O, R, rows):
+    if prof.meta.device != "GPU":
+        for name in _CONV_ROWS:
+            assert _near(_sum(O, name, side), _sum(R, name, side, True)), (side, name)
+            assert _n(O, name, side) == _n(R, name, side, True), (side, name)
+        return
+    assert _sum(R, "Conv (Backward)", side, True) == 0 and _n(R, "Conv (Backward)", side, True) == 0
+    for part, source in (("Conv (Backward) (Cube)", "Cube"), ("Conv (Backward) (Vector)", "Vector (No Trans)")):
+        assert _near(_sum(O, part, side) + _sum(O, source, side), _sum(R, source, side, True)), (side, part)
+        assert _n(O, part, side) + _n(O, source, side) == _n(R, source, side, True), (side, part)
+    assert _n(O, "Conv (Backward)", side) > 0
+    for total, parts in (("Conv (Backward)", ("Conv (Backward) (Cube)", "Conv (Backward) (Vector)")),
+                         ("Vector", ("Vector (Trans)", "Vector (No Trans)"))):
+        assert _near(_sum(O, total, side), sum(_sum(O, x, side) for x in parts)), (side, total)
+        assert _n(O, total, side) == sum(_n(O, x, side) for x in parts), (side, total)
+
+
+def _rule_gpu_memory_span(side, prof, O, R, rows):
+    if prof.meta.device != "GPU":
+        for name in ("E2E Time", "Free Time"):
+            assert _near(_sum(O, name, side), _sum(R, name, side, True)), (side, name)
+        return
+    ours, ref = _span_oracle(prof)
+    assert _near(_sum(O, "E2E Time", side), ours) and _near(_sum(R, "E2E Time", side, True), ref), (side, ours, ref)
+    assert _near(_sum(O, "Free Time", side) - _sum(R, "Free Time", side, True), ours - ref)
+
+
+def _rule_float_noise(side, prof, O, R, rows):
+    for name in rows:
+        assert name not in O and abs(_sum(R, name, side, True)) < 1e-9, (side, name)
+
+
+# the rows each rule can explain (None: the rows it is named with)
+RULE_ROWS = {"stream_sdma": {"SDMA"}, "free_follows_sdma": {"Free"}, "wait_plane": {"Wait", "Transmit"},
+             "conv_bwd_mask": set(_CONV_ROWS), "gpu_memory_span": {"E2E Time", "Free Time"}, "float_noise": None}
+RULES = {"stream_sdma": _rule_stream_sdma, "free_follows_sdma": _rule_free_follows_sdma,
+         "wait_plane": _rule_wait_plane, "conv_bwd_mask": _rule_conv_bwd_mask,
+         "gpu_memory_span": _rule_gpu_memory_span, "float_noise": _rule_float_noise}
+
+
 @needs_corpus
 @pytest.mark.parametrize("pair", list(PAIRS))
-def test_golden_rows(pair, golden, profiles):
+def test_golden_rows_default_are_the_reference_or_documented_deviations(pair, golden, profiles):
+    """Our default figures, row by row, against the reference's: a row equals the reference's
+    (name, depth, order, durations within 10 ns, Numbers) unless docs/deviations.md's
+    machine-readable block names it; a named row must really differ, and the rule named with
+    it must hold (computed the documented way from the reference's rows and the profile)."""
     _, b, t = PAIRS[pair]
+    dev = og.deviations()["default"][pair]
+    assert set(dev.values()) <= set(RULES), f"{pair}: unknown rules {set(dev.values()) - set(RULES)}"
+    for name, rule in dev.items():
+        assert RULE_ROWS[rule] is None or name in RULE_ROWS[rule], f"{pair}: rule {rule} does not explain {name!r}"
     res = compare_overall(profiles(b), profiles(t), per_step=False)
-    left = _check(pair, res.to_dict()["overall_metrics"], _golden_rows(pair), DEVIATIONS[pair], set())
-    extra = {n: [(r["baseline"]["duration_ms"], r["target"]["duration_ms"]) for r in rs] for n, rs in left.items()}
-    assert set(extra) == set(EXTRA_ROWS[pair]), f"{pair}: unexpected rows {extra}"
-    for n, (bm, tm) in EXTRA_ROWS[pair].items():
-        assert _close(extra[n][0][0], bm) and _close(extra[n][0][1], tm), (pair, n, extra[n])
+    ours = res.to_dict()["overall_metrics"]
+    ref_rows = og.golden_rows(pair)
+    O, R = og.by_name(ours), og.by_name(ref_rows)
+    left = og.by_name(ours)
+    deviating, order = set(), []
+    for ref in ref_rows:
+        mine = left.get(ref["name"]) or []
+        if not mine:
+            assert ref["name"] in dev, f"{pair}: reference row {ref['name']!r} missing and not documented"
+            deviating.add(ref["name"])
+            continue
+        row = mine.pop(0)
+        order.append(row["name"])
+        assert row["depth"] == ref["depth"], (pair, ref["name"])
+        if og.differs(row, ref):
+            assert ref["name"] in dev, f"{pair}: {ref['name']!r} differs and is not documented: {row} vs {ref}"
+            deviating.add(ref["name"])
+    for name, rs in left.items():
+        if rs:
+            assert name in dev, f"{pair}: row {name!r} is not the reference's and is not documented"
+            deviating.add(name)
+    assert [r["name"] for r in ours if r["name"] in set(order)] == order, f"{pair}: row order differs"
+    assert deviating == set(dev), f"{pair}: documented rows that do not deviate: {set(dev) - deviating}"
+    for rule in sorted(set(dev.values())):
+        rows = sorted(n for n, r in dev.items() if r == rule)
+        for side, prof in (("baseline", profiles(b)), ("target", profiles(t))):
+            RULES[rule](side, prof, O, R, rows)
     for side in (res.baseline, res.target):
         assert side.check_sum() == 0
 
@@ -338,7 +469,8 @@ def test_golden_rows(pair, golden, profiles):
 def test_golden_rows_reference_compat(pair, golden, profiles):
     _, b, t = PAIRS[pair]
     res = compare_overall(profiles(b), profiles(t), per_step=False, reference_compat=True)
-    left = _check(pair, res.to_dict()["overall_metrics"], _golden_rows(pair), {}, COMPAT_ABSENT.get(pair, set()))
+    absent = set(og.deviations()["compat"].get(pair, {}))
+    left = _check(pair, res.to_dict()["overall_metrics"], _golden_rows(pair), absent)
     assert not left, f"{pair}: rows the reference does not have: {sorted(left)}"
 
 
@@ -402,7 +534,7 @@ def test_screen_table_reference_compat(pair, golden, profiles):
     res = compare_overall(profiles(b), profiles(t), per_step=False, reference_compat=True)
     got = screen_table(res)
     want = json.loads((GOLDEN / PAIRS[pair][0] / "golden.json").read_text())["screen_table"]
-    if "Other" in COMPAT_ABSENT.get(pair, ()):      # 2.2e-16 ms of float noise shown as "0.000s"
+    if "Other" in og.deviations()["compat"].get(pair, {}):      # 2.2e-16 ms of float noise shown as "0.000s"
         i = want["headers"].index("Other Time")
         want = {"headers": want["headers"][:i] + want["headers"][i + 1:],
                 "rows": [r[:i] + r[i + 1:] for r in want["rows"]]}

@@ -25,9 +25,11 @@ from tb_compare_plugin.presenters import xlsx_style as S
 from tb_compare_plugin.presenters.xlsx_workbook import ORDER, write_workbook, workbook_filename
 from tb_compare_plugin.presenters.xlsx_writer import MAX_CELL_CHARS, Workbook, col_letter
 
+import overall_golden
 from conftest import CORPUS, GOLDEN, needs_corpus
-from test_engine_overall import DEVIATIONS as OVERALL_DEVIATIONS
 from test_engine_overall import PAIRS
+
+OVERALL_DEVIATIONS = overall_golden.deviations()["default"]   # docs/deviations.md, machine-readable
 
 
 def _fill(c):
@@ -300,6 +302,29 @@ def test_overall_metrics_against_reference(pair, golden, built):
     assert checked >= 8
     res = cmp.overall()
     assert len(ours) == len(res.rows)
+
+
+@needs_corpus
+@pytest.mark.parametrize("pair", list(PAIRS))
+def test_overall_metrics_reference_compat_is_the_reference_sheet(pair, golden, built, tmp_path):
+    """With reference_compat the OverallMetrics sheet holds the reference workbook's rows, in
+    its order, and no other (the one exception: docs/deviations.md's machine-readable block)."""
+    cmp, *_ = built(pair)
+    compat = Comparison(cmp.base, cmp.target, Options(reference_compat=True), cmp.base_side, cmp.target_side)
+    path = tmp_path / "compat.xlsx"
+    write_workbook(compat, str(path), sheets={"overall"})
+    ours = _data(openpyxl.load_workbook(path, read_only=True)["OverallMetrics"])
+    skip = set(overall_golden.deviations()["compat"].get(pair, {}))
+    ref = [r for r in overall_golden.golden_rows(pair) if r["name"] not in skip]
+    assert [r[0] for r in ours] == ["\t" * r["depth"] + r["name"] for r in ref], pair
+    e2e = {"baseline": ours[-1][1], "target": ours[-1][4]}
+    for r, g in zip(ours, ref):
+        as_row = {"name": g["name"], "depth": g["depth"], "diff_ms": r[7],
+                  "ratio": None if r[8] == "INF" else r[8],
+                  "baseline": {"duration_ms": r[1], "count": None if r[3] == "/" else r[3]},
+                  "target": {"duration_ms": r[4], "count": None if r[6] == "/" else r[6]}}
+        assert not overall_golden.row_mismatches(as_row, g, e2e), (pair, g["name"], r)
+        assert r[2] == pytest.approx(r[1] / e2e["baseline"]) and r[5] == pytest.approx(r[4] / e2e["target"])
 
 
 def _cell(v):

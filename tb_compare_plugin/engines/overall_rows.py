@@ -231,11 +231,14 @@ def _overlap_rows(r: _Rows, b, t) -> None:
 
 def build_rows(b, t, scale_b: float = 1.0, scale_t: float = 1.0, compat: bool = False,
                notes: list | None = None) -> list[dict]:
-    """The rows; ``compat`` = the reference's group pairing only; group-pairing notes go to ``notes``."""
+    """The rows; ``compat`` = the reference's rows only (its group pairing, no ``Lccl`` row);
+    group-pairing notes go to ``notes``."""
     r = _Rows(scale_b, scale_t)
 
     def plain(spec):
         for key, name, depth, with_count in spec:
+            if compat and key == "lccl":
+                continue            # the reference shows Lccl in its screen table only
             r.add(name, depth, b.metrics.get(key), t.metrics.get(key), with_count, key in ALWAYS)
     plain(ROWS_BEFORE_MC2)
     _mc2_rows(r, b, t)
