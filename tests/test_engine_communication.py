@@ -8,8 +8,9 @@ import math
 import numpy as np
 import pytest
 
-from tb_compare_plugin.engines.communication import (REFERENCE_HEADERS, collective_name,
-                                                     compare_communication)
+from tb_compare_plugin.engines.communication import collective_name, compare_communication
+from tb_compare_plugin.presenters.reference_rows import (COMMUNICATION_COMPARE_HEADERS as REFERENCE_HEADERS,
+                                                         communication_compare_rows)
 from tb_compare_plugin.model import Profile, ProfileMeta, SymbolTable, make_table
 
 US = 1000  # ns per µs
@@ -110,8 +111,8 @@ def test_rows_stats_and_tasks():
 
 def test_reference_rows_layout():
     res = compare_communication(BASE, TARGET)
-    assert res.reference_headers == REFERENCE_HEADERS and len(REFERENCE_HEADERS) == 17
-    rows = res.reference_rows()
+    assert len(REFERENCE_HEADERS) == 17
+    rows = communication_compare_rows(res)
     assert [r[0] for r in rows] == list(range(1, len(rows) + 1))
     assert all(len(r) == 17 for r in rows)
     assert rows[0][1:8] == ["allreduce", None, 2, 150.0, 75.0, 100.0, 50.0]
@@ -131,7 +132,7 @@ def test_target_only_ratio_is_inf_in_sheet_and_none_in_json():
     res = compare_communication(TARGET, BASE)
     bc = [r for r in res.to_list() if r["name"] == "broadcast"][0]
     assert bc["status"] == "target_only" and bc["ratio"] is None
-    ref = [r for r in res.reference_rows() if r[8] == "broadcast"][0]
+    ref = [r for r in communication_compare_rows(res) if r[8] == "broadcast"][0]
     assert ref[1:8] == [None, None, None, 0, None, None, None] and math.isinf(ref[16])
 
 
@@ -158,7 +159,7 @@ def test_groups_differ_gives_aggregate_then_group_rows():
     assert rows[0]["baseline"]["total_ms"] == pytest.approx(0.04)
     assert rows[0]["diff_ms"] == pytest.approx(-0.025)
     assert res.notes and "g_b" in res.notes[0]
-    assert len(res.reference_rows()) == 1          # the reference sheet is per name only
+    assert len(communication_compare_rows(res)) == 1          # the reference sheet is per name only
     # the same groups on both sides: no aggregate row
     same = compare_communication(base, base).to_list()
     assert [r["aggregate"] for r in same] == [False, False]
@@ -224,7 +225,7 @@ def test_gpu_kernels_one_row_per_collective():
 def test_empty_profiles():
     e = _profile([])
     res = compare_communication(e, e)
-    assert res.to_list() == [] and res.reference_rows() == []
+    assert res.to_list() == [] and communication_compare_rows(res) == []
 
 
 # ------------------------------------------------------------------------------ real corpus
@@ -280,8 +281,8 @@ def test_reference_sheet_matches_golden(corpus, golden, run, fmt, base, target):
     """Both sides list their tasks in the same order here, so pairing by name == by position."""
     res = compare_communication(_load(corpus, fmt, base), _load(corpus, fmt, target))
     headers, ref = _golden_sheet(golden, run)
-    assert res.reference_headers == headers
-    _assert_same_sheet(res.reference_rows(), ref)
+    assert REFERENCE_HEADERS == headers
+    _assert_same_sheet(communication_compare_rows(res), ref)
 
 
 def test_parsed_counts_match_internals(corpus, golden):
@@ -319,7 +320,7 @@ def test_gpu_collectives_split_sum_to_reference_ncclkernel(corpus, golden):
     res = compare_communication(base, tgt)
     _, ref = _golden_sheet(golden, "iv_gpu_hta_control_vs_test")
     assert [r[1] for r in ref] == ["ncclkernel"]
-    rows = res.reference_rows()
+    rows = communication_compare_rows(res)
     assert sorted(r[1] for r in rows) == ["allreduce", "sendrecv"]
     for col in (3, 4, 10, 11):                        # calls and total, both sides
         assert sum(r[col] for r in rows) == pytest.approx(ref[0][col], rel=1e-9)

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from tb_compare_plugin.engines.communication import compare_communication
+from tb_compare_plugin.presenters.reference_rows import communication_compare_rows
 from tb_compare_plugin.engines.overall import GroupMetrics, Metric, SideBreakdown, breakdown, compare_overall
 from tb_compare_plugin.engines.overall_rows import GroupSig, build_rows, pair_leftover_groups
 from tb_compare_plugin.model import KIND_COMM, KIND_COMPUTE, Profile, ProfileMeta, SymbolTable, make_table
@@ -86,7 +87,7 @@ def test_communication_pairs_the_gpu_and_npu_groups():
     assert r["target"]["wait_ms"] == pytest.approx(0.8)      # the least-waiting plane, as the overview
     assert "wait_ms" not in r["baseline"]                         # NCCL: no task data
     assert len(res.notes) == 1 and "paired" in res.notes[0] and "aggregate" not in res.notes[0]
-    ref = res.reference_rows()                       # the reference layout stays per name
+    ref = communication_compare_rows(res)                       # the reference layout stays per name
     assert [r[8] for r in ref if r[8] != "|"] == ["allreduce"] and ref[0][15] == pytest.approx(1000.0)
 
 

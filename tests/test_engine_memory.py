@@ -8,8 +8,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tb_compare_plugin.engines.memory import (REFERENCE_HEADERS_COMPARE, REFERENCE_HEADERS_STATISTIC,
-                                              compare_memory, op_tree, place_records)
+from tb_compare_plugin.engines.memory import compare_memory, op_tree, place_records
+from tb_compare_plugin.presenters.reference_rows import (MEMORY_COMPARE_HEADERS as REFERENCE_HEADERS_COMPARE,
+                                                         MEMORY_COMPARE_STATISTIC_HEADERS as REFERENCE_HEADERS_STATISTIC,
+                                                         memory_compare_rows, memory_compare_statistic_rows)
 from tb_compare_plugin.engines.memory_curve import (downsample_indices, memory_curves, peak_reserved_gb,
                                                     allocs_series)
 from tb_compare_plugin.engines.memory_peak import peak_attribution
@@ -55,7 +57,7 @@ def test_golden_memory_sheets(corpus, golden, pair):
     g_cmp, g_stat = sheets["MemoryCompare"], sheets["MemoryCompareStatistic"]
     assert g_cmp["headers"] == REFERENCE_HEADERS_COMPARE
     assert g_stat["headers"] == REFERENCE_HEADERS_STATISTIC
-    rows, stats = res.reference_rows_compare(), res.reference_rows_statistic()
+    rows, stats = memory_compare_rows(res), memory_compare_statistic_rows(res)
     assert len(rows) == g_cmp["row_count"]
     assert len(stats) == g_stat["row_count"]
     exact_details = not pair.startswith("v_")   # DB: durations exact here, float-rounded there
@@ -88,7 +90,7 @@ def test_golden_statistic_gpu_vs_npu(corpus, golden):
                          _load(corpus, "ascend-text", L1.format(0)))
     g = json.loads((golden / "iii_gpu_resnet50_vs_npu_l1r0" / "golden.json").read_text())
     g_stat = g["sheets"]["MemoryCompareStatistic"]
-    stats = res.reference_rows_statistic()
+    stats = memory_compare_statistic_rows(res)
     assert len(stats) == g_stat["row_count"] == 59
     for gr in g_stat["top10_by_diff_desc"]:
         ours, ref = stats[gr["sheet_row"] - 4], gr["row"]
@@ -192,7 +194,7 @@ def test_no_memory_data_is_empty_not_an_error():
     empty = _profile({})
     res = compare_memory(empty, empty)
     assert len(res.pairs) == 0 and len(res.stats) == 0
-    assert res.reference_rows_compare() == [] and res.reference_rows_statistic() == []
+    assert memory_compare_rows(res) == [] and memory_compare_statistic_rows(res) == []
     c = memory_curves(empty)
     assert c["source"] is None and c["t_ms"] == [] and c["peak"] is None
     assert peak_reserved_gb(empty) == 0.0
@@ -238,7 +240,7 @@ def test_tree_placement_and_details():
     r = res.pairs
     assert r["b_size_kb"].tolist() == [5.0, 2.0]
     assert r["b_input_shape"].tolist() == ["4,8", "N/A"]
-    rows = res.reference_rows_compare()
+    rows = memory_compare_rows(res)
     assert rows[0][4] == ("cann::Add, (0.710, 0), [duration: 0.0], [size: 1.0]\n"
                           "aten::addmm, (0.115, 0.900), [duration: 0.785], [size: 4.0]\n")
     assert rows[0][11] == 0 and rows[0][12] == 1.0

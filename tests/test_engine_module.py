@@ -11,8 +11,10 @@ import numpy as np
 import pytest
 
 from tb_compare_plugin.comparison import Options
-from tb_compare_plugin.engines.module import (REFERENCE_HEADERS_ROWS, REFERENCE_HEADERS_STATS, build_modules,
-                                              compare_modules, has_modules, use_module_sheets)
+from tb_compare_plugin.engines.module import build_modules, compare_modules, has_modules, use_module_sheets
+from tb_compare_plugin.presenters.reference_rows import (MODULE_COMPARE_HEADERS as REFERENCE_HEADERS_ROWS,
+                                                         MODULE_COMPARE_STATISTIC_HEADERS as REFERENCE_HEADERS_STATS,
+                                                         module_compare_rows, module_compare_statistic_rows)
 from tb_compare_plugin.engines.optree import OpTree
 from tb_compare_plugin.model import KIND_COMM
 from test_engine_operator import make_profile
@@ -65,12 +67,12 @@ def test_compare_modules_rows_stats_and_reference_rows():
     lin = rows[(rows["kind"] == "op") & (rows["b_op_name"] == "aten::linear")].iloc[0]
     assert lin["diff_self_us"] == 10.0 and lin["b_call_stack"] == "model.py(5): forward"
     assert lin["b_kernel_details"] == "gemm [duration: 10.0]\n"
-    ref = r.reference_rows_rows()
+    ref = module_compare_rows(r)
     assert len(ref[0]) == len(REFERENCE_HEADERS_ROWS)
     assert ref[0][:5] == [1, "nn.Module: Net", 1, "/ Net_0", "TOTAL"]
     st = r.stats
     assert st[st["kind"] == "module"]["path"].tolist() == mods["path"].tolist()
-    sref = r.reference_rows_stats()
+    sref = module_compare_statistic_rows(r)
     assert len(sref[0]) == len(REFERENCE_HEADERS_STATS) and sref[0][4] == "[ TOTAL ]"
     add = st[(st["kind"] == "op") & (st["name"] == "aten::add_")].iloc[0]
     assert add["b_kernel_details"] == "add_k, [number: 1], [duration_ms: 0.001]\n"
@@ -163,9 +165,9 @@ def test_module_sheets_match_golden(corpus, golden, run):
     assert use_module_sheets(base, target)
     res = compare_modules(base, target)
     g = json.loads((golden / run / "golden.json").read_text())["sheets"]
-    sheets = {"ModuleCompare": (REFERENCE_HEADERS_ROWS, res.reference_rows_rows(), [3, 4, 8],
+    sheets = {"ModuleCompare": (REFERENCE_HEADERS_ROWS, module_compare_rows(res), [3, 4, 8],
                                 [6, 7, 10, 11, 12, 13, 14, 15, 16]),
-              "ModuleCompareStatistic": (REFERENCE_HEADERS_STATS, res.reference_rows_stats(), [3, 4],
+              "ModuleCompareStatistic": (REFERENCE_HEADERS_STATS, module_compare_statistic_rows(res), [3, 4],
                                          [6, 7, 8, 10, 11, 12, 13, 14, 15, 16, 17])}
     for sheet, (headers, rows, keys, vals) in sheets.items():
         ref = g[sheet]

@@ -16,8 +16,10 @@ from tb_compare_plugin.comparison import Options
 from tb_compare_plugin.engines import align as A
 from tb_compare_plugin.engines.name_map import NameMapper
 from tb_compare_plugin.name_map_input import parse_name_map
-from tb_compare_plugin.engines.operator import (REFERENCE_HEADERS_PAIRS, REFERENCE_HEADERS_STATS,
-                                                compare_operators, match_ops)
+from tb_compare_plugin.engines.operator import compare_operators, match_ops
+from tb_compare_plugin.presenters.reference_rows import (OPERATOR_COMPARE_HEADERS as REFERENCE_HEADERS_PAIRS,
+                                                         OPERATOR_COMPARE_STATISTIC_HEADERS as REFERENCE_HEADERS_STATS,
+                                                         operator_compare_rows, operator_compare_statistic_rows)
 from tb_compare_plugin.engines.optree import OpTree
 from tb_compare_plugin.model import KIND_COMM, KIND_MEMSET, Profile, ProfileMeta, SymbolTable, make_table
 from tb_compare_plugin.model.intervals import nest
@@ -274,14 +276,14 @@ def test_compare_operators_rows_and_stats():
     assert d["diff_us"].tolist() == [15.0, 3.0, 20.0, 1.0]
     assert math.isinf(d["diff_ratio"].iloc[3]) and d["diff_ratio"].iloc[0] == 2.0
     assert d["b_name"].iloc[3] is None
-    rows = r.reference_rows_pairs()
+    rows = operator_compare_rows(r)
     assert len(rows[0]) == len(REFERENCE_HEADERS_PAIRS)
     assert rows[0][:4] == [1, "aten::conv2d", "[[32, 3, 8, 8], [16, 3, 3, 3]]", "['float', 'float']"]
     assert rows[3][1:6] == [None, None, None, None, 0.0] and rows[3][-1] == math.inf
     s = r.stats
     assert s["diff_ms"].round(2).is_monotonic_decreasing          # the reference sorts on the rounded diff
     assert set(s["name"]) == {"aten::conv2d", "aten::relu", "## backward ##", "aten::add"}
-    srows = r.reference_rows_stats()
+    srows = operator_compare_statistic_rows(r)
     assert len(srows[0]) == len(REFERENCE_HEADERS_STATS) and srows[0][0] == 1
 
 
@@ -436,8 +438,8 @@ def test_operator_sheets_match_golden(corpus, golden, run):
     base, target = _load(corpus, bf, bp), _load(corpus, tf, tp)
     res = compare_operators(base, target)
     g = json.loads((golden / run / "golden.json").read_text())["sheets"]
-    sheets = {"OperatorCompare": (REFERENCE_HEADERS_PAIRS, res.reference_rows_pairs(), [1, 6], [5, 10, 11, 12]),
-              "OperatorCompareStatistic": (REFERENCE_HEADERS_STATS, res.reference_rows_stats(), [1],
+    sheets = {"OperatorCompare": (REFERENCE_HEADERS_PAIRS, operator_compare_rows(res), [1, 6], [5, 10, 11, 12]),
+              "OperatorCompareStatistic": (REFERENCE_HEADERS_STATS, operator_compare_statistic_rows(res), [1],
                                            [2, 3, 4, 5, 6, 7])}
     for sheet, (headers, rows, keys, nums) in sheets.items():
         ref = g[sheet]

@@ -529,7 +529,7 @@ def test_corpus_steps_and_per_step(profiles):
 @needs_corpus
 @pytest.mark.parametrize("pair", list(PAIRS))
 def test_screen_table_reference_compat(pair, golden, profiles):
-    from tb_compare_plugin.engines.overall_screen import screen_table
+    from tb_compare_plugin.presenters.overall_screen import screen_table
     _, b, t = PAIRS[pair]
     res = compare_overall(profiles(b), profiles(t), per_step=False, reference_compat=True)
     got = screen_table(res)

@@ -92,11 +92,14 @@ class _Overall:
 
 
 class _Ops:
-    def reference_rows_stats(self):
-        return [[1, "aten::mm", 1.0, 2, 3.0, 2, 2.0, 3.0]]
-
-    def reference_rows_pairs(self):
-        return [[1, "aten::mm", "N/A", "N/A", None, 1.0, "aten::mm", "N/A", "N/A", None, 0.5, -0.5, 0.5]]
+    """An operator result: the sheets are [[1, "aten::mm", 1.0, 2, 3.0, 2, 2.0, 3.0]] and
+    [[1, "aten::mm", "N/A", "N/A", None, 1.0, "aten::mm", "N/A", "N/A", None, 0.5, -0.5, 0.5]]."""
+    base_device = target_device = "NPU"
+    stats = pd.DataFrame({"name": ["aten::mm"], "b_device_ms": [1.0], "b_count": [2], "t_device_ms": [3.0],
+                          "t_count": [2]})
+    pairs = pd.DataFrame({f"{p}_{k}": [v] for p, dev in (("b", 1.0), ("t", 0.5))
+                          for k, v in (("op", 0), ("name", "aten::mm"), ("input_shape", ""), ("input_type", ""),
+                                       ("kernel_details", ""), ("device_us", dev))})
 
 
 def _missing(what):
@@ -354,7 +357,7 @@ def _same_rows(ws, want, label):
 @needs_corpus
 @pytest.mark.parametrize("pair", list(PAIRS))
 def test_workbook_numbers_are_the_engines(pair, golden, built):
-    from tb_compare_plugin.engines import api, kernel
+    from tb_compare_plugin.presenters import reference_rows as R
     cmp, names, wb, *_ = built(pair)
     d = cmp.overall().to_dict()
     summary = _data(wb["Summary"])
@@ -366,15 +369,15 @@ def test_workbook_numbers_are_the_engines(pair, golden, built):
         assert r[8] == (want["ratio"] if want["ratio"] is not None else "INF")
     om = _data(wb["OverallMetrics"])
     assert [r[0] for r in om] == ["\t" * x["depth"] + x["name"] for x in d["overall_metrics"]]
-    sources = {"CommunicationCompare": lambda: cmp.communication().reference_rows(),
-               "ApiCompare": lambda: api.reference_rows(cmp.api()),
-               "KernelCompare": lambda: kernel.reference_rows(cmp.kernels()),
-               "OperatorCompareStatistic": lambda: cmp.operators().reference_rows_stats(),
-               "OperatorCompare": lambda: cmp.operators().reference_rows_pairs(),
-               "ModuleCompareStatistic": lambda: cmp.modules().reference_rows_stats(),
-               "ModuleCompare": lambda: cmp.modules().reference_rows_rows(),
-               "MemoryCompareStatistic": lambda: cmp.memory().reference_rows_statistic(),
-               "MemoryCompare": lambda: cmp.memory().reference_rows_compare()}
+    sources = {"CommunicationCompare": lambda: R.communication_compare_rows(cmp.communication()),
+               "ApiCompare": lambda: R.api_compare_rows(cmp.api()),
+               "KernelCompare": lambda: R.kernel_compare_rows(cmp.kernels()),
+               "OperatorCompareStatistic": lambda: R.operator_compare_statistic_rows(cmp.operators()),
+               "OperatorCompare": lambda: R.operator_compare_rows(cmp.operators()),
+               "ModuleCompareStatistic": lambda: R.module_compare_statistic_rows(cmp.modules()),
+               "ModuleCompare": lambda: R.module_compare_rows(cmp.modules()),
+               "MemoryCompareStatistic": lambda: R.memory_compare_statistic_rows(cmp.memory()),
+               "MemoryCompare": lambda: R.memory_compare_rows(cmp.memory())}
     for sheet, rows in sources.items():
         if sheet in names:
             _same_rows(wb[sheet], rows(), (pair, sheet))

@@ -15,7 +15,7 @@ reference's layouts, and the overview JSON keeps its schema.
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable
 
 # what an analysis may need; ``missing_inputs`` checks them against both profiles

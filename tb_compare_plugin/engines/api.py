@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .sidebyside import merge_sides, ratio, ratio1
+from .sidebyside import merge_sides, ratio
 
 HOST_CATS = ("cpu_op", "user_annotation", "cuda_runtime", "operator", "runtime", "cuda_driver")
 STAT_COLS = ("total_ms", "self_ms", "avg_ms", "calls")
@@ -92,21 +92,3 @@ def compare_api(base, target, base_step=None, target_step=None) -> pd.DataFrame:
         col = f"{c}_ms" if c != "calls" else "calls"
         m[f"diff_{c}_ratio"] = ratio(m[f"t_{col}"], m[f"b_{col}"])
     return m
-
-
-REFERENCE_HEADERS = ["Order Id", "api name", "Total Duration(ms)", "Self Time(ms)", "Avg Duration(ms)", "Calls",
-                     "Total Duration(ms)", "Self Time(ms)", "Avg Duration(ms)", "Calls",
-                     "Diff Total Ratio", "Diff Self Ratio", "Diff Avg Ratio", "Diff Calls Ratio"]
-
-
-def reference_rows(m: pd.DataFrame) -> list[list]:
-    out = []
-    for i, r in enumerate(m.itertuples(index=False), 1):
-        def side(p):
-            tot, slf, calls = (round(getattr(r, f"{p}_total_ms"), 2), round(getattr(r, f"{p}_self_ms"), 2),
-                               int(getattr(r, f"{p}_calls")))
-            return [tot, slf, round(tot / calls, 2) if calls else 0.0, calls]
-        bs, ts = side("b"), side("t")
-        rat = [ratio1(ts[j], bs[j]) for j in range(4)]
-        out.append([i, r.name, *bs, *ts, *rat])
-    return out

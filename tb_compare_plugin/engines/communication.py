@@ -3,8 +3,8 @@
 Owns the CommunicationCompare view (spec d.2) on the columnar model: one row per
 (collective name, group) with calls / total / avg / max / min, transit vs wait time,
 bytes and bandwidth where the data has them, and the communication tasks (HCCL
-Notify_Wait, Memcpy, ...) of each row paired **by name**.  Also renders the reference
-sheet layout (``reference_rows``) for the xlsx presenter.  Deliberate differences from
+Notify_Wait, Memcpy, ...) of each row paired **by name**; ``reference`` keeps the per-name
+statistics the reference's sheet shows (``presenters.reference_rows``).  Deliberate differences from
 the reference are listed in docs/deviations.md (communication section):
 
 * GPU NCCL kernels get one row per collective (allreduce, sendrecv, ...), not one
@@ -29,12 +29,6 @@ import pandas as pd
 
 from .overall_rows import PAIR_SEP, GroupSig, pair_leftover_groups, pairing_note
 from .sidebyside import BASE_ONLY, BOTH, TARGET_ONLY, ratio as _ratio_vec
-
-REFERENCE_HEADERS = (
-    ["Order Id"]
-    + ["Communication OP Name", "Task Name", "Calls", "Total Duration(us)", "Avg Duration(us)",
-       "Max Duration(us)", "Min Duration(us)"] * 2
-    + ["Diff Duration(us)", "Diff Ratio"])
 
 # collective spellings -> one canonical name (NCCL annotations, kernels, HCCL op types)
 _ALIASES = {
@@ -312,31 +306,11 @@ class CommunicationResult:
     rows: list[dict]
     reference: list[tuple]            # per collective name: (name, base stats, target stats, tasks)
     notes: list[str] = field(default_factory=list)
-    reference_headers: list[str] = field(default_factory=lambda: list(REFERENCE_HEADERS))
+
 
     def to_list(self) -> list[dict]:
         return self.rows
 
-    def reference_rows(self) -> list[list]:
-        """Rows of the reference's CommunicationCompare sheet (µs), task rows paired by name."""
-        out: list[list] = []
-
-        def cells(name, task, s):
-            if s is None:
-                return [None, None, None, 0, None, None, None]
-            calls, total = int(s["calls"]), int(s["total"]) / 1e3
-            return [name, task, calls, total, total / calls if calls else None,
-                    int(s["max"]) / 1e3, int(s["min"]) / 1e3]
-
-        for name, b, t, tasks in self.reference:
-            bt = int(b["total"]) / 1e3 if b is not None else 0.0
-            tt = int(t["total"]) / 1e3 if t is not None else 0.0
-            r = float(_ratio_vec([tt], [bt])[0])
-            out.append([len(out) + 1] + cells(name, None, b) + cells(name, None, t)
-                       + [round(tt - bt, 2), round(r, 4) if np.isfinite(r) else r])
-            for task, tb, tg in tasks:
-                out.append([len(out) + 1] + cells("|", task, tb) + cells("|", task, tg) + [None, None])
-        return out
 
 
 def _group_sigs(ops: pd.DataFrame) -> list[GroupSig]:

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from ..model import KIND_COMPUTE
-from .sidebyside import merge_sides, ratio, ratio1
+from .sidebyside import merge_sides, ratio
 
 STAT_COLS = ("total_us", "avg_us", "max_us", "min_us", "calls")
 
@@ -102,25 +102,3 @@ def compare_kernels(base, target, base_step=None, target_step=None) -> pd.DataFr
     m.insert(0, "name", m["kernel"] + np.where(m["input_shape"] != "N/A", " " + m["input_shape"], ""))
     m.attrs["reason"] = reason
     return m
-
-
-REFERENCE_HEADERS = ["Order Id", "Kernel", "Input Shape", "Total Duration(us)", "Avg Duration(us)",
-                     "Max Duration(us)", "Min Duration(us)", "Calls", "Total Duration(us)",
-                     "Avg Duration(us)", "Max Duration(us)", "Min Duration(us)", "Calls",
-                     "Diff Total Ratio", "Diff Avg Ratio"]
-
-
-def reference_rows(m: pd.DataFrame) -> list[list]:
-    """The reference's KernelCompare sheet rows (values rounded to 2 decimals as it does, ratios on
-    the rounded values)."""
-    out = []
-    for i, r in enumerate(m.itertuples(index=False), 1):
-        def side(p):
-            tot = round(getattr(r, f"{p}_total_us"), 2)
-            calls = int(getattr(r, f"{p}_calls"))
-            avg = round(tot / calls, 2) if calls else 0.0
-            return [tot, avg, round(getattr(r, f"{p}_max_us"), 2), round(getattr(r, f"{p}_min_us"), 2), calls]
-        bs, ts = side("b"), side("t")
-        out.append([i, r.kernel, r.input_shape, *bs, *ts,
-                    ratio1(ts[0], bs[0]), ratio1(ts[1], bs[1])])
-    return out

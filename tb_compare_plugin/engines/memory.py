@@ -23,13 +23,6 @@ from .sidebyside import BOTH, BASE_ONLY, TARGET_ONLY, ratio
 
 KB = 1024.0
 
-REFERENCE_HEADERS_COMPARE = [
-    "Order Id", "Operator Name", "Input Shape", "Input Type", "Allocated Details", "Size(KB)",
-    "Operator Name", "Input Shape", "Input Type", "Allocated Details", "Size(KB)", "Diff Size(KB)", "Diff Ratio"]
-REFERENCE_HEADERS_STATISTIC = [
-    "Top", "Operator Name", "Base Allocated Duration(ms)", "Base Allocated Memory(MB)", "Base Operator Number",
-    "Comparison Allocated Duration(ms)", "Comparison Allocated Memory(MB)", "Comparison Operator Number",
-    "Diff Memory(MB)", "Diff Ratio"]
 
 
 # ----------------------------------------------------------------------------- op tree
@@ -245,11 +238,6 @@ class MemoryResult:
     base_device: str = "GPU"
     target_device: str = "GPU"
 
-    def reference_rows_compare(self) -> list[list]:
-        return reference_rows_compare(self)
-
-    def reference_rows_statistic(self) -> list[list]:
-        return reference_rows_statistic(self)
 
 
 PAIR_COLS = ["order", "name", "status", "b_op", "b_name", "b_input_shape", "b_input_type", "b_details",
@@ -342,64 +330,3 @@ def _statistic(df: pd.DataFrame) -> pd.DataFrame:
     st["diff_ratio"] = ratio(st["t_memory_mb"], st["b_memory_mb"])
     st = st.iloc[np.argsort(-st["diff_mb"].round(2).to_numpy(), kind="stable")].reset_index(drop=True)
     return st[STAT_COLS]
-
-
-def _ratio_cell(t, b):
-    t = 0.0 if t is None or t != t else float(t)
-    b = 0.0 if b is None or b != b else float(b)
-    if not b:
-        return "INF" if t else 1.0
-    return round(t / b, 4)
-
-
-def _as_list_repr(s, kind: str):
-    """A GPU shape / type string back in the reference's display, Python's ``str(list)``:
-    ``32,3;;`` -> ``[[32, 3], [], []]``, ``float;Int`` -> ``['float', 'Int']``."""
-    if s is None or s == "N/A":
-        return s
-    parts = s.split(";")
-    if kind == "shape":
-        return "[" + ", ".join("[" + ", ".join(x for x in p.split(",") if x) + "]" for p in parts) + "]"
-    return "[" + ", ".join(repr(p) for p in parts) + "]"
-
-
-def _floats(col: pd.Series) -> list[float]:
-    return col.to_numpy(dtype=np.float64).tolist()
-
-
-def _ref_side(pairs: pd.DataFrame, p: str, gpu: bool) -> list[list]:
-    """One side's five MemoryCompare columns: name, shape, type, details, size (KB)."""
-    has = (pairs[f"{p}_op"].to_numpy() >= 0).tolist()
-
-    def only(col, conv=None):
-        vals = pairs[f"{p}_{col}"].tolist()
-        if conv is None:
-            return [v if h else None for v, h in zip(vals, has)]
-        memo: dict = {}
-        return [(memo[v] if v in memo else memo.setdefault(v, conv(v))) if h else None for v, h in zip(vals, has)]
-    shape = only("input_shape", (lambda v: _as_list_repr(v, "shape")) if gpu else None)
-    typ = only("input_type", (lambda v: _as_list_repr(v, "type")) if gpu else None)
-    details = [v or None for v in pairs[f"{p}_details"].tolist()]
-    return [only("name"), shape, typ, details, _floats(pairs[f"{p}_size_kb"])]
-
-
-def reference_rows_compare(res: MemoryResult) -> list[list]:
-    pairs = res.pairs
-    if not len(pairs):
-        return []
-    b = _ref_side(pairs, "b", res.base_device == "GPU")
-    t = _ref_side(pairs, "t", res.target_device == "GPU")
-    bs, ts = b[4], t[4]
-    diff = [round(y - x, 2) for x, y in zip(bs, ts)]
-    ratios = [_ratio_cell(y, x) for x, y in zip(bs, ts)]
-    order = [int(v) for v in pairs["order"].tolist()]
-    return [list(r) for r in zip(order, *b, *t, diff, ratios)]
-
-
-def reference_rows_statistic(res: MemoryResult) -> list[list]:
-    out = []
-    for i, r in enumerate(res.stats.itertuples(index=False), 1):
-        out.append([i, r.name, float(r.b_duration_ms), float(r.b_memory_mb), int(r.b_count),
-                    float(r.t_duration_ms), float(r.t_memory_mb), int(r.t_count),
-                    round(float(r.t_memory_mb) - float(r.b_memory_mb), 2), _ratio_cell(r.t_memory_mb, r.b_memory_mb)])
-    return out

@@ -12,7 +12,7 @@ by target start.
 
 Module Level is the path depth (number of ``/``) in both sheets (the reference uses tree depth + 1
 in ModuleCompare, f.15).  The DataFrames show clean paths (``/DistributedDataParallel_0/...``);
-``reference_rows_*`` keep the reference's text (``/ DistributedDataParallel_0/ ...``).
+the reference's sheets (``presenters.reference_rows``) keep its text (``/ DistributedDataParallel_0/ ...``).
 
 Beyond the reference, every row splits its device times into communication (``*_comm_*``: NCCL
 kernels, HCCL ops; see ``optree``) and compute (``*_compute_*``: the rest), so a slower collective is
@@ -31,20 +31,10 @@ import pandas as pd
 from .options import Options
 from ..model.intervals import nest, sweep_order
 from .align import align, unmatched
-from .module_sheets import module_stats, objects, reference_rows_rows, reference_rows_stats, rows_frame
+from .module_sheets import module_stats, objects, rows_frame
 from .name_map import NameMapper
 from .optree import OpTree, tree_of
 
-REFERENCE_HEADERS_ROWS = ["Order Id", "Module Class", "Module Level", "Module Name", "Operator Name",
-                          "Kernel Details", "Device Self Time(us)", "Device Total Time(us)", "Operator Name",
-                          "Kernel Details", "Device Self Time(us)", "Device Total Time(us)",
-                          "Device Total Time Diff(us)", "Device Self Time Diff(us)", "Diff Total Ratio",
-                          "Base Call Stack", "Comparison Call Stack"]
-REFERENCE_HEADERS_STATS = ["Order Id", "Module Class", "Module Level", "Module Name", "Operator Name",
-                           "Kernel Details", "Device Self Time(ms)", "Number", "Device Total Time(ms)",
-                           "Kernel Details", "Device Self Time(ms)", "Number", "Device Total Time(ms)",
-                           "Device Total Time Diff(ms)", "Device Self Time Diff(ms)", "Diff Total Ratio",
-                           "Base Call Stack", "Comparison Call Stack"]
 _EMPTY = np.zeros(0, np.int64)
 
 
@@ -374,11 +364,6 @@ class ModuleResult:
     rows: pd.DataFrame          # ModuleCompare (µs): a module row, then its top-level op rows
     stats: pd.DataFrame         # ModuleCompareStatistic (ms): per module path, then per op name
 
-    def reference_rows_rows(self) -> list[list]:
-        return reference_rows_rows(self.rows)
-
-    def reference_rows_stats(self) -> list[list]:
-        return reference_rows_stats(self.stats)
 
 
 def _row_layout(bs, ts, pairs, bkey: list, tkey: list, disable: bool):

@@ -1,7 +1,8 @@
 """Column-wise building blocks of the module comparison's sheets (see ``module``).
 
-The module-info columns, the compute / communication split, the ModuleCompareStatistic table
-(per mapped module path, then per operator name) and the reference's text rows of both sheets.
+The module-info columns, the compute / communication split and the ModuleCompareStatistic table
+(per mapped module path, then per operator name); the reference's rows of both sheets are
+``presenters.reference_rows``.
 Per-operator sums are ``np.bincount`` over occurrences in the reference's order, which adds the
 values one by one exactly as the reference's running ``sum`` does.
 """
@@ -254,50 +255,3 @@ def _stats_frame(bs, ts, infos: list, rows: list) -> pd.DataFrame:
                        "status": status_col(np.array([bool(r[1]) for r in rows]), np.array([bool(r[2]) for r in rows])),
                        **split_cols(b, t, "ms")})
     return none_for_missing(df)
-
-
-# ------------------------------------------------------------------------- reference sheets
-
-def _ref_ratio(t: float, b: float) -> float:
-    if not b and not t:
-        return 1.0
-    return float("inf") if not b else round(t / b, 4)
-
-
-def _none(s):
-    return s if isinstance(s, str) and s else None
-
-
-def reference_rows_rows(df: pd.DataFrame) -> list[list]:
-    out = []
-    for i, r in enumerate(df.itertuples(index=False), 1):
-        head = [i, r.raw_class, r.depth, r.raw_path.replace("nn.Module:", "")]
-        if r.kind == "module":
-            out.append(head + ["TOTAL", None, r.b_self_us, r.b_total_us, "TOTAL", None, r.t_self_us, r.t_total_us,
-                               round(r.t_total_us - r.b_total_us, 2), round(r.t_self_us - r.b_self_us, 2),
-                               _ref_ratio(r.t_total_us, r.b_total_us), _none(r.b_call_stack), _none(r.t_call_stack)])
-        else:   # op call stacks only where the op got slower, "N/A" when it has none
-            diff = round(r.t_self_us - r.b_self_us, 2)
-            cs = [(_none(c) or "N/A") if diff > 0 and _none(op) else None
-                  for c, op in ((r.b_call_stack, r.b_op_name), (r.t_call_stack, r.t_op_name))]
-            out.append(head + [_none(r.b_op_name), _none(r.b_kernel_details), r.b_self_us, None,
-                               _none(r.t_op_name), _none(r.t_kernel_details), r.t_self_us, None, None,
-                               diff, _ref_ratio(r.t_self_us, r.b_self_us), *cs])
-    return out
-
-
-def reference_rows_stats(df: pd.DataFrame) -> list[list]:
-    out = []
-    for i, r in enumerate(df.itertuples(index=False), 1):
-        head = [i, r.raw_class, r.depth, r.raw_path.replace("nn.Module:", "")]
-        if r.kind == "module":
-            out.append(head + ["[ TOTAL ]", None, r.b_self_ms, r.b_number, r.b_total_ms, None, r.t_self_ms,
-                               r.t_number, r.t_total_ms, round(r.t_total_ms - r.b_total_ms, 2),
-                               round(r.t_self_ms - r.b_self_ms, 2), _ref_ratio(r.t_total_ms, r.b_total_ms),
-                               _none(r.b_call_stack), _none(r.t_call_stack)])
-        else:
-            out.append(head + [r.name, _none(r.b_kernel_details), r.b_self_ms, r.b_number, None,
-                               _none(r.t_kernel_details), r.t_self_ms, r.t_number, None, None,
-                               round(r.t_self_ms - r.b_self_ms, 2), _ref_ratio(r.t_self_ms, r.b_self_ms),
-                               None, None])
-    return out

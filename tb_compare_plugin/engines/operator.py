@@ -25,12 +25,6 @@ from .name_map import NameMapper
 from .optree import OpTree, none_for_missing, tree_of
 from .sidebyside import BASE_ONLY, BOTH, TARGET_ONLY, merge_sides, ratio
 
-REFERENCE_HEADERS_PAIRS = ["Order Id", "Operator Name", "Input Shape", "Input Type", "Kernel Details",
-                           "Device Duration(us)", "Operator Name", "Input Shape", "Input Type",
-                           "Kernel Details", "Device Duration(us)", "Diff Duration(us)", "Diff Ratio"]
-REFERENCE_HEADERS_STATS = ["Top", "Operator Name", "Base Device Duration(ms)", "Base Operator Number",
-                           "Comparison Device Duration(ms)", "Comparison Operator Number",
-                           "Diff Duration(ms)", "Diff Ratio"]
 
 
 @dataclass
@@ -176,11 +170,6 @@ class OperatorResult:
     target_device: str = "GPU"
     details_disabled: bool = False
 
-    def reference_rows_pairs(self) -> list[list]:
-        return reference_rows_pairs(self.pairs, self.base_device, self.target_device)
-
-    def reference_rows_stats(self) -> list[list]:
-        return reference_rows_stats(self.stats)
 
 
 def compare_operators(base, target, options: Options | None = None, matched: Matched | None = None) -> OperatorResult:
@@ -224,48 +213,3 @@ def operator_stats(pairs: pd.DataFrame) -> pd.DataFrame:
     key = st["diff_ms"].round(2)
     st = st.iloc[np.argsort(-key.to_numpy(), kind="stable")].reset_index(drop=True)
     return st
-
-
-# ------------------------------------------------------------------------- reference sheets
-
-def _ref_ratio(t: float, b: float) -> float:
-    if not b and not t:
-        return 1.0
-    return float("inf") if not b else round(t / b, 4)
-
-
-def _list_repr(s, kind: str):
-    """GPU shapes/types back to the reference's ``str(list)`` display; NPU strings as they are."""
-    if s is None:
-        return None
-    if s == "":
-        return "N/A"
-    parts = s.split(";")
-    if kind == "shape":
-        return "[" + ", ".join("[" + ", ".join(d for d in p.split(",") if d) + "]" for p in parts) + "]"
-    return "[" + ", ".join(repr(p) for p in parts) + "]"
-
-
-def reference_rows_pairs(pairs: pd.DataFrame, base_device: str = "GPU", target_device: str = "GPU") -> list[list]:
-    out = []
-    for i, r in enumerate(pairs.itertuples(index=False), 1):
-        row = [i]
-        for p, dev in (("b", base_device), ("t", target_device)):
-            present = getattr(r, f"{p}_op") >= 0
-            shape, typ = getattr(r, f"{p}_input_shape"), getattr(r, f"{p}_input_type")
-            if present and dev == "GPU":
-                shape, typ = _list_repr(shape, "shape"), _list_repr(typ, "type")
-            elif present:
-                shape, typ = shape or "N/A", typ or "N/A"
-            row += [getattr(r, f"{p}_name") if present else None, shape if present else None,
-                    typ if present else None, getattr(r, f"{p}_kernel_details") or None,
-                    getattr(r, f"{p}_device_us")]
-        b, t = r.b_device_us, r.t_device_us
-        out.append(row + [round(t - b, 2), _ref_ratio(t, b)])
-    return out
-
-
-def reference_rows_stats(stats: pd.DataFrame) -> list[list]:
-    return [[i, r.name, r.b_device_ms, int(r.b_count), r.t_device_ms, int(r.t_count),
-             round(r.t_device_ms - r.b_device_ms, 2), _ref_ratio(r.t_device_ms, r.b_device_ms)]
-            for i, r in enumerate(stats.itertuples(index=False), 1)]

@@ -9,7 +9,7 @@ Each side adds up: Computing + Lccl + Uncovered Communication + Free = E2E.
 All sums are exact int64 ns; milliseconds appear only in :meth:`OverallResult.to_dict`.
 Device specifics live in :mod:`overall_npu` / :mod:`overall_gpu`, the kernel buckets in
 :mod:`kernel_classes`, step selection in :mod:`overall_steps`, the row layout in
-:mod:`overall_rows` and the reference's console table in :mod:`overall_screen`.
+:mod:`overall_rows` and the reference's console table in :mod:`..presenters.overall_screen`.
 ``reference_compat=True`` reproduces the reference's known errors (docs/deviations.md).
 Pure functions of Profiles: no file reading, no HTTP.
 """

@@ -11,7 +11,7 @@ spec e; users' scripts read them):
    Duration(ms) / Duration Ratio (= duration / that side's E2E) / Number ("/" for pure time)
    per side, Diff Duration(ms), Diff Ratio; rows from ``cmp.overall().rows`` (ours may add rows
    such as ``Wait``, ``SDMA``, ``Lccl``; see docs/deviations.md).
-2. ``CommunicationCompare`` — ``cmp.communication().reference_rows()`` (tasks paired by name).
+2. ``CommunicationCompare`` — ``reference_rows.communication_compare_rows`` (tasks paired by name).
 3. ``ModuleCompareStatistic`` + ``ModuleCompare`` when both sides have ``nn.Module`` events,
    else ``OperatorCompareStatistic`` + ``OperatorCompare``.
 4. ``MemoryCompareStatistic``, ``MemoryCompare``.
@@ -57,6 +57,7 @@ import re
 from datetime import datetime, timezone
 
 from ..gcpause import gc_paused
+from . import reference_rows as R
 from . import xlsx_style as S
 from .xlsx_style import SheetData, StyleBook, write_sheet
 from .xlsx_writer import Workbook
@@ -112,14 +113,6 @@ def _checked(rows, layout: S.Layout) -> SheetData:
     return SheetData(layout, _fix_ratios(rows, layout))
 
 
-def _first_method(obj, *names):
-    for n in names:
-        f = getattr(obj, n, None)
-        if callable(f):
-            return f()
-    raise AttributeError(f"{type(obj).__name__} has none of {', '.join(names)}")
-
-
 # ----------------------------------------------------------------------------- sheets
 
 def overall_sheets(cmp) -> list[SheetData]:
@@ -151,7 +144,7 @@ def overall_sheets(cmp) -> list[SheetData]:
 
 def communication_sheets(cmp) -> list[SheetData]:
     res = cmp.communication()
-    out = [_checked(res.reference_rows(), S.COMMUNICATION)]
+    out = [_checked(R.communication_compare_rows(res), S.COMMUNICATION)]
 
     def side(d):
         d = d or {}
@@ -184,22 +177,21 @@ def operator_sheets(cmp, notes: list) -> list[SheetData]:
     if _both_have_modules(cmp):
         try:
             res = cmp.modules()
-            return [_checked(_first_method(res, "reference_rows_stats", "reference_rows_statistic"), S.MODULE_STATS),
-                    _checked(_first_method(res, "reference_rows_rows", "reference_rows_pairs", "reference_rows_compare"),
-                             S.MODULE)]
+            return [_checked(R.module_compare_statistic_rows(res), S.MODULE_STATS),
+                    _checked(R.module_compare_rows(res), S.MODULE)]
         except (ImportError, AttributeError, NotImplementedError, TypeError) as e:
             notes.append(f"Module sheets not written ({type(e).__name__}: {e}); the operator sheets are "
                          "written instead.")
             log.warning("xlsx: module sheets skipped: %s", e)
     res = cmp.operators()
-    return [_checked(_first_method(res, "reference_rows_stats", "reference_rows_statistic"), S.OPERATOR_STATS),
-            _checked(_first_method(res, "reference_rows_pairs", "reference_rows_compare"), S.OPERATOR)]
+    return [_checked(R.operator_compare_statistic_rows(res), S.OPERATOR_STATS),
+            _checked(R.operator_compare_rows(res), S.OPERATOR)]
 
 
 def memory_sheets(cmp, notes: list) -> list[SheetData]:
     res = cmp.memory()
-    out = [_checked(_first_method(res, "reference_rows_statistic", "reference_rows_stats"), S.MEMORY_STATS),
-           _checked(_first_method(res, "reference_rows_compare", "reference_rows_pairs"), S.MEMORY)]
+    out = [_checked(R.memory_compare_statistic_rows(res), S.MEMORY_STATS),
+           _checked(R.memory_compare_rows(res), S.MEMORY)]
     for fn in (memory_peak_sheet, memory_curve_sheet):
         try:
             out.append(fn(cmp))
@@ -241,13 +233,11 @@ def memory_curve_sheet(cmp) -> SheetData:
 
 
 def api_sheets(cmp) -> list[SheetData]:
-    from ..engines.api import reference_rows
-    return [_checked(reference_rows(cmp.api()), S.API)]
+    return [_checked(R.api_compare_rows(cmp.api()), S.API)]
 
 
 def kernel_sheets(cmp) -> list[SheetData]:
-    from ..engines.kernel import reference_rows
-    return [_checked(reference_rows(cmp.kernels()), S.KERNEL)]
+    return [_checked(R.kernel_compare_rows(cmp.kernels()), S.KERNEL)]
 
 
 # ----------------------------------------------------------------------------- summary extras

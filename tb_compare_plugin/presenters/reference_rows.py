@@ -1,0 +1,256 @@
+"""Rows of the reference's sheets (``msprof-analyze compare``, spec e), built from the engines'
+results: the headers, the reference's rounding, its ratio rules (``inf`` / ``"INF"``, 1 when
+both sides are 0) and its text (``str(list)`` shapes on GPU, ``/ Module_0/`` paths).
+
+One naming scheme: ``<sheet>_rows(result)`` and ``<SHEET>_HEADERS`` per reference sheet, the
+sheet name in snake case (OperatorCompareStatistic -> ``operator_compare_statistic_rows``).
+The workbook (``xlsx_workbook``) lays them out; the engines return data only.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ..engines.sidebyside import ratio as _ratio_vec, ratio1
+
+# ----------------------------------------------------------------------------- headers
+
+COMMUNICATION_COMPARE_HEADERS = (
+    ["Order Id"]
+    + ["Communication OP Name", "Task Name", "Calls", "Total Duration(us)", "Avg Duration(us)",
+       "Max Duration(us)", "Min Duration(us)"] * 2
+    + ["Diff Duration(us)", "Diff Ratio"])
+OPERATOR_COMPARE_HEADERS = ["Order Id", "Operator Name", "Input Shape", "Input Type", "Kernel Details",
+                            "Device Duration(us)", "Operator Name", "Input Shape", "Input Type",
+                            "Kernel Details", "Device Duration(us)", "Diff Duration(us)", "Diff Ratio"]
+OPERATOR_COMPARE_STATISTIC_HEADERS = ["Top", "Operator Name", "Base Device Duration(ms)", "Base Operator Number",
+                                      "Comparison Device Duration(ms)", "Comparison Operator Number",
+                                      "Diff Duration(ms)", "Diff Ratio"]
+MODULE_COMPARE_HEADERS = ["Order Id", "Module Class", "Module Level", "Module Name", "Operator Name",
+                          "Kernel Details", "Device Self Time(us)", "Device Total Time(us)", "Operator Name",
+                          "Kernel Details", "Device Self Time(us)", "Device Total Time(us)",
+                          "Device Total Time Diff(us)", "Device Self Time Diff(us)", "Diff Total Ratio",
+                          "Base Call Stack", "Comparison Call Stack"]
+MODULE_COMPARE_STATISTIC_HEADERS = ["Order Id", "Module Class", "Module Level", "Module Name", "Operator Name",
+                                    "Kernel Details", "Device Self Time(ms)", "Number", "Device Total Time(ms)",
+                                    "Kernel Details", "Device Self Time(ms)", "Number", "Device Total Time(ms)",
+                                    "Device Total Time Diff(ms)", "Device Self Time Diff(ms)", "Diff Total Ratio",
+                                    "Base Call Stack", "Comparison Call Stack"]
+MEMORY_COMPARE_HEADERS = [
+    "Order Id", "Operator Name", "Input Shape", "Input Type", "Allocated Details", "Size(KB)",
+    "Operator Name", "Input Shape", "Input Type", "Allocated Details", "Size(KB)", "Diff Size(KB)", "Diff Ratio"]
+MEMORY_COMPARE_STATISTIC_HEADERS = [
+    "Top", "Operator Name", "Base Allocated Duration(ms)", "Base Allocated Memory(MB)", "Base Operator Number",
+    "Comparison Allocated Duration(ms)", "Comparison Allocated Memory(MB)", "Comparison Operator Number",
+    "Diff Memory(MB)", "Diff Ratio"]
+API_COMPARE_HEADERS = ["Order Id", "api name", "Total Duration(ms)", "Self Time(ms)", "Avg Duration(ms)", "Calls",
+                       "Total Duration(ms)", "Self Time(ms)", "Avg Duration(ms)", "Calls",
+                       "Diff Total Ratio", "Diff Self Ratio", "Diff Avg Ratio", "Diff Calls Ratio"]
+KERNEL_COMPARE_HEADERS = ["Order Id", "Kernel", "Input Shape", "Total Duration(us)", "Avg Duration(us)",
+                          "Max Duration(us)", "Min Duration(us)", "Calls", "Total Duration(us)",
+                          "Avg Duration(us)", "Max Duration(us)", "Min Duration(us)", "Calls",
+                          "Diff Total Ratio", "Diff Avg Ratio"]
+
+
+# ----------------------------------------------------------------------------- cell rules
+
+def _ref_ratio(t: float, b: float) -> float:
+    """target / baseline rounded to 4 places; 1 when both are 0, inf when only the baseline is."""
+    if not b and not t:
+        return 1.0
+    return float("inf") if not b else round(t / b, 4)
+
+
+def _ratio_cell(t, b):
+    """Like :func:`_ref_ratio` with NaN as 0 and the string "INF" (MemoryCompare's cells)."""
+    t = 0.0 if t is None or t != t else float(t)
+    b = 0.0 if b is None or b != b else float(b)
+    if not b:
+        return "INF" if t else 1.0
+    return round(t / b, 4)
+
+
+def _list_repr(s, kind: str):
+    """GPU shapes/types back to the reference's ``str(list)`` display (OperatorCompare):
+    ``32,3;;`` -> ``[[32, 3], [], []]``, ``float;Int`` -> ``['float', 'Int']``; "" -> "N/A"."""
+    if s is None:
+        return None
+    if s == "":
+        return "N/A"
+    parts = s.split(";")
+    if kind == "shape":
+        return "[" + ", ".join("[" + ", ".join(d for d in p.split(",") if d) + "]" for p in parts) + "]"
+    return "[" + ", ".join(repr(p) for p in parts) + "]"
+
+
+def _mem_list_repr(s, kind: str):
+    """MemoryCompare's variant of :func:`_list_repr`: "N/A" stays "N/A", "" becomes ``[[]]``."""
+    if s is None or s == "N/A":
+        return s
+    return _list_repr(s, kind) if s else ("[[]]" if kind == "shape" else "['']")
+
+
+def _none(s):
+    return s if isinstance(s, str) and s else None
+
+
+# ----------------------------------------------------------------------------- sheets
+
+def communication_compare_rows(res) -> list[list]:
+    """CommunicationCompare (µs), task rows paired by name, from ``CommunicationResult.reference``."""
+    out: list[list] = []
+
+    def cells(name, task, s):
+        if s is None:
+            return [None, None, None, 0, None, None, None]
+        calls, total = int(s["calls"]), int(s["total"]) / 1e3
+        return [name, task, calls, total, total / calls if calls else None,
+                int(s["max"]) / 1e3, int(s["min"]) / 1e3]
+
+    for name, b, t, tasks in res.reference:
+        bt = int(b["total"]) / 1e3 if b is not None else 0.0
+        tt = int(t["total"]) / 1e3 if t is not None else 0.0
+        r = float(_ratio_vec([tt], [bt])[0])
+        out.append([len(out) + 1] + cells(name, None, b) + cells(name, None, t)
+                   + [round(tt - bt, 2), round(r, 4) if np.isfinite(r) else r])
+        for task, tb, tg in tasks:
+            out.append([len(out) + 1] + cells("|", task, tb) + cells("|", task, tg) + [None, None])
+    return out
+
+
+def operator_compare_rows(res) -> list[list]:
+    """OperatorCompare from ``OperatorResult.pairs``: one row per aligned pair."""
+    out = []
+    for i, r in enumerate(res.pairs.itertuples(index=False), 1):
+        row = [i]
+        for p, dev in (("b", res.base_device), ("t", res.target_device)):
+            present = getattr(r, f"{p}_op") >= 0
+            shape, typ = getattr(r, f"{p}_input_shape"), getattr(r, f"{p}_input_type")
+            if present and dev == "GPU":
+                shape, typ = _list_repr(shape, "shape"), _list_repr(typ, "type")
+            elif present:
+                shape, typ = shape or "N/A", typ or "N/A"
+            row += [getattr(r, f"{p}_name") if present else None, shape if present else None,
+                    typ if present else None, getattr(r, f"{p}_kernel_details") or None,
+                    getattr(r, f"{p}_device_us")]
+        b, t = r.b_device_us, r.t_device_us
+        out.append(row + [round(t - b, 2), _ref_ratio(t, b)])
+    return out
+
+
+def operator_compare_statistic_rows(res) -> list[list]:
+    """OperatorCompareStatistic from ``OperatorResult.stats``."""
+    return [[i, r.name, r.b_device_ms, int(r.b_count), r.t_device_ms, int(r.t_count),
+             round(r.t_device_ms - r.b_device_ms, 2), _ref_ratio(r.t_device_ms, r.b_device_ms)]
+            for i, r in enumerate(res.stats.itertuples(index=False), 1)]
+
+
+def module_compare_rows(res) -> list[list]:
+    """ModuleCompare (µs) from ``ModuleResult.rows``, with the reference's module text."""
+    out = []
+    for i, r in enumerate(res.rows.itertuples(index=False), 1):
+        head = [i, r.raw_class, r.depth, r.raw_path.replace("nn.Module:", "")]
+        if r.kind == "module":
+            out.append(head + ["TOTAL", None, r.b_self_us, r.b_total_us, "TOTAL", None, r.t_self_us, r.t_total_us,
+                               round(r.t_total_us - r.b_total_us, 2), round(r.t_self_us - r.b_self_us, 2),
+                               _ref_ratio(r.t_total_us, r.b_total_us), _none(r.b_call_stack), _none(r.t_call_stack)])
+        else:   # op call stacks only where the op got slower, "N/A" when it has none
+            diff = round(r.t_self_us - r.b_self_us, 2)
+            cs = [(_none(c) or "N/A") if diff > 0 and _none(op) else None
+                  for c, op in ((r.b_call_stack, r.b_op_name), (r.t_call_stack, r.t_op_name))]
+            out.append(head + [_none(r.b_op_name), _none(r.b_kernel_details), r.b_self_us, None,
+                               _none(r.t_op_name), _none(r.t_kernel_details), r.t_self_us, None, None,
+                               diff, _ref_ratio(r.t_self_us, r.b_self_us), *cs])
+    return out
+
+
+def module_compare_statistic_rows(res) -> list[list]:
+    """ModuleCompareStatistic (ms) from ``ModuleResult.stats``."""
+    out = []
+    for i, r in enumerate(res.stats.itertuples(index=False), 1):
+        head = [i, r.raw_class, r.depth, r.raw_path.replace("nn.Module:", "")]
+        if r.kind == "module":
+            out.append(head + ["[ TOTAL ]", None, r.b_self_ms, r.b_number, r.b_total_ms, None, r.t_self_ms,
+                               r.t_number, r.t_total_ms, round(r.t_total_ms - r.b_total_ms, 2),
+                               round(r.t_self_ms - r.b_self_ms, 2), _ref_ratio(r.t_total_ms, r.b_total_ms),
+                               _none(r.b_call_stack), _none(r.t_call_stack)])
+        else:
+            out.append(head + [r.name, _none(r.b_kernel_details), r.b_self_ms, r.b_number, None,
+                               _none(r.t_kernel_details), r.t_self_ms, r.t_number, None, None,
+                               round(r.t_self_ms - r.b_self_ms, 2), _ref_ratio(r.t_self_ms, r.b_self_ms),
+                               None, None])
+    return out
+
+
+def _floats(col: pd.Series) -> list[float]:
+    return col.to_numpy(dtype=np.float64).tolist()
+
+
+def _memory_side(pairs: pd.DataFrame, p: str, gpu: bool) -> list[list]:
+    """One side's five MemoryCompare columns: name, shape, type, details, size (KB)."""
+    has = (pairs[f"{p}_op"].to_numpy() >= 0).tolist()
+
+    def only(col, conv=None):
+        vals = pairs[f"{p}_{col}"].tolist()
+        if conv is None:
+            return [v if h else None for v, h in zip(vals, has)]
+        memo: dict = {}
+        return [(memo[v] if v in memo else memo.setdefault(v, conv(v))) if h else None for v, h in zip(vals, has)]
+    shape = only("input_shape", (lambda v: _mem_list_repr(v, "shape")) if gpu else None)
+    typ = only("input_type", (lambda v: _mem_list_repr(v, "type")) if gpu else None)
+    details = [v or None for v in pairs[f"{p}_details"].tolist()]
+    return [only("name"), shape, typ, details, _floats(pairs[f"{p}_size_kb"])]
+
+
+def memory_compare_rows(res) -> list[list]:
+    """MemoryCompare from ``MemoryResult.pairs`` (the operator pairs, in matching order)."""
+    pairs = res.pairs
+    if not len(pairs):
+        return []
+    b = _memory_side(pairs, "b", res.base_device == "GPU")
+    t = _memory_side(pairs, "t", res.target_device == "GPU")
+    bs, ts = b[4], t[4]
+    diff = [round(y - x, 2) for x, y in zip(bs, ts)]
+    ratios = [_ratio_cell(y, x) for x, y in zip(bs, ts)]
+    order = [int(v) for v in pairs["order"].tolist()]
+    return [list(r) for r in zip(order, *b, *t, diff, ratios)]
+
+
+def memory_compare_statistic_rows(res) -> list[list]:
+    """MemoryCompareStatistic from ``MemoryResult.stats``."""
+    out = []
+    for i, r in enumerate(res.stats.itertuples(index=False), 1):
+        out.append([i, r.name, float(r.b_duration_ms), float(r.b_memory_mb), int(r.b_count),
+                    float(r.t_duration_ms), float(r.t_memory_mb), int(r.t_count),
+                    round(float(r.t_memory_mb) - float(r.b_memory_mb), 2), _ratio_cell(r.t_memory_mb, r.b_memory_mb)])
+    return out
+
+
+def api_compare_rows(m: pd.DataFrame) -> list[list]:
+    """ApiCompare from ``compare_api``'s table (values rounded to 2 places, ratios on them)."""
+    out = []
+    for i, r in enumerate(m.itertuples(index=False), 1):
+        def side(p):
+            tot, slf, calls = (round(getattr(r, f"{p}_total_ms"), 2), round(getattr(r, f"{p}_self_ms"), 2),
+                               int(getattr(r, f"{p}_calls")))
+            return [tot, slf, round(tot / calls, 2) if calls else 0.0, calls]
+        bs, ts = side("b"), side("t")
+        rat = [ratio1(ts[j], bs[j]) for j in range(4)]
+        out.append([i, r.name, *bs, *ts, *rat])
+    return out
+
+
+def kernel_compare_rows(m: pd.DataFrame) -> list[list]:
+    """KernelCompare from ``compare_kernels``'s table (values rounded to 2 decimals as the reference
+    does, ratios on the rounded values)."""
+    out = []
+    for i, r in enumerate(m.itertuples(index=False), 1):
+        def side(p):
+            tot = round(getattr(r, f"{p}_total_us"), 2)
+            calls = int(getattr(r, f"{p}_calls"))
+            avg = round(tot / calls, 2) if calls else 0.0
+            return [tot, avg, round(getattr(r, f"{p}_max_us"), 2), round(getattr(r, f"{p}_min_us"), 2), calls]
+        bs, ts = side("b"), side("t")
+        out.append([i, r.kernel, r.input_shape, *bs, *ts,
+                    ratio1(ts[0], bs[0]), ratio1(ts[1], bs[1])])
+    return out
