@@ -26,10 +26,13 @@ from concurrent.futures.process import BrokenProcessPool
 from .loaders.errors import LoadError
 
 log = logging.getLogger(__name__)
-_PRELOAD = ["numpy", "pandas", "msgspec", "tb_compare_plugin.formats.registry",
-            "tb_compare_plugin.loaders.kineto_json",
-            "tb_compare_plugin.loaders.ascend_text", "tb_compare_plugin.loaders.ascend_db",
-            "tb_compare_plugin.cache"]
+_PRELOAD = ["numpy", "pandas", "msgspec", "tb_compare_plugin.cache", "tb_compare_plugin.formats.registry"]
+
+
+def _preload() -> list:
+    """What the fork server imports once: the libraries, the cache, and every format's loader."""
+    from .formats import registry
+    return _PRELOAD + [m for m in registry.preload_modules() if m not in _PRELOAD]
 
 
 def processes_enabled() -> bool:
@@ -105,7 +108,7 @@ class ParsePool:
             if self._pool is None:
                 try:
                     ctx = mp.get_context("forkserver")
-                    ctx.set_forkserver_preload(_PRELOAD)
+                    ctx.set_forkserver_preload(_preload())
                 except ValueError:
                     ctx = mp.get_context("spawn")
                 self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=ctx,

@@ -126,6 +126,28 @@ def test_toy_format_in_the_cli_json_and_workbook(toy, tmp_path, capsys):
     assert "toy" in text
 
 
+def test_toy_format_from_the_environment_in_tb_compare(tmp_path):
+    """A format named by TB_COMPARE_FORMATS is known to every process: the `tb-compare` command as
+    users run it, with its parser processes (they parse the toy files) and the profile cache."""
+    import os
+    import subprocess
+    import sys
+    logdir = _toy_logdir(tmp_path)
+    env = dict(os.environ, TB_COMPARE_FORMATS="toyformat", TB_COMPARE_PROCESSES="1",
+               PYTHONPATH=os.pathsep.join([str(Path(__file__).parent), os.environ.get("PYTHONPATH", "")]))
+    args = [sys.executable, "-m", "tb_compare_plugin.cli", str(logdir / "base"), str(logdir / "target"),
+            "--json", "-", "--no-progress"]
+    for _ in range(2):                                  # parsed, then read back from the cache
+        r = subprocess.run(args, capture_output=True, text=True, env=env, timeout=300)
+        assert r.returncode == 0, r.stderr
+        assert "Traceback" not in r.stderr and "warning" not in r.stderr.lower(), r.stderr
+        doc = json.loads(r.stdout)
+        assert doc["baseline"]["format"] == "toy" and doc["target"]["worker"] == "w0"
+    r = subprocess.run(args, capture_output=True, text=True, timeout=300,
+                       env=dict(env, TB_COMPARE_FORMATS="no_such_module"))
+    assert r.returncode != 0 and "no_such_module" in r.stderr and "Traceback" not in r.stderr
+
+
 def test_toy_format_through_a_route(toy, tmp_path):
     from werkzeug.test import Client
     from tensorboard.backend import application

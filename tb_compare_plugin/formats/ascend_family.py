@@ -178,6 +178,7 @@ class AscendFormat(FormatDescriptor):
     def __init__(self, kind: str, framework: str = "PyTorch") -> None:
         self.kind, self.framework = kind, framework
         self.id = f"{'mindspore' if framework == 'MindSpore' else 'ascend'}-{kind}"
+        self.modules = (f"tb_compare_plugin.loaders.ascend_{kind}",)
         common = {"kernels", "steps", "memory", "communication", "links", "call_stacks"}
         if kind == "db":
             # the database's TASK table gives every device task its own type (AI_CORE,

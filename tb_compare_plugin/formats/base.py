@@ -48,6 +48,7 @@ class FormatDescriptor:
     framework: str = "PyTorch"
     capabilities: frozenset = frozenset()
     facts: Mapping = {}                   # ProfileMeta field -> value, set on every loaded profile
+    modules: tuple = ()                   # modules parser processes import ahead (its loader)
 
     def recognise(self, path: str, run: str | None = None):
         """The :class:`~tb_compare_plugin.discovery.spec.WorkerSpec` for ``path``, or None."""

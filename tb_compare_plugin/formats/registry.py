@@ -2,12 +2,19 @@
 this package defining a :class:`~.base.FormatDescriptor` (plus its tests), and one line below.
 
 Discovery asks :func:`recognise`, the loaders' dispatch and the parse pool call :func:`load`,
-everything else asks :func:`get` for a descriptor by id.  :func:`register` adds a descriptor at
-run time (tests, or a third-party format): the parse pool's children are forked from the fork
-server, so a format registered after it started is parsed in-process (see ``parsepool``).
+everything else asks :func:`get` for a descriptor by id.
+
+Formats from outside the package: ``TB_COMPARE_FORMATS=pkg.mod[:ATTR],...`` registers
+``pkg.mod.DESCRIPTOR`` (or ``ATTR``) when this module is imported, in every process (the parser
+processes too).  :func:`register` adds one at run time (tests): the parser processes are forked
+from a server started earlier, so such a format is parsed in the calling process
+(:func:`parsed_in_pool`).
 """
 from __future__ import annotations
 
+import importlib
+import logging
+import os
 import threading
 from typing import Mapping
 
@@ -20,8 +27,30 @@ from .trace_json import DESCRIPTOR as _TRACE_JSON
 
 BUILTIN: tuple = (_TRACE_JSON, _ASCEND_TEXT, _ASCEND_DB, _MINDSPORE_TEXT, _MINDSPORE_DB)
 
+ENV = "TB_COMPARE_FORMATS"
 _lock = threading.Lock()
 _formats: list = list(BUILTIN)
+log = logging.getLogger(__name__)
+
+
+def _from_env() -> tuple:
+    """Descriptors named by ``TB_COMPARE_FORMATS``; one that cannot be imported is skipped with
+    a warning naming it (a broken add-on must not stop TensorBoard or the CLI)."""
+    out = []
+    for item in filter(None, (x.strip() for x in os.environ.get(ENV, "").split(","))):
+        mod, _, attr = item.partition(":")
+        try:
+            desc = getattr(importlib.import_module(mod), attr or "DESCRIPTOR")
+            if not isinstance(getattr(desc, "id", None), str) or not desc.id:
+                raise TypeError("not a format descriptor (it has no id)")
+        except Exception as e:  # noqa: BLE001
+            log.warning("tb-compare: %s=%s: cannot use %s: %s", ENV, os.environ.get(ENV), item, e)
+            continue
+        out.append(desc)
+    return tuple(out)
+
+
+_AT_IMPORT: tuple = ()
 
 
 class UnknownFormat(KeyError):
@@ -101,9 +130,32 @@ def is_builtin(fmt: str) -> bool:
     return fmt in builtin_ids()
 
 
+def parsed_in_pool(fmt: str) -> bool:
+    """Can the parser processes parse ``fmt``: a built-in format or one from ``TB_COMPARE_FORMATS``
+    (they know the formats registered when the registry was imported, not later ones)."""
+    return any(d.id == fmt for d in BUILTIN + _AT_IMPORT)
+
+
+def preload_modules() -> list:
+    """Modules the parser processes import ahead: each format's loader and its own module."""
+    out: list = []
+    for d in BUILTIN + _AT_IMPORT:
+        for m in tuple(d.modules) + (type(d).__module__,):
+            if m not in out:
+                out.append(m)
+    return out
+
+
+
 def meta_for(fmt: str, **fields):
     """A ProfileMeta of format ``fmt`` carrying the format's facts (for profiles built by hand:
     tests, synthetic profiles)."""
     from ..model import ProfileMeta
     desc = get(fmt)
     return ProfileMeta(format=fmt, **{**dict(desc.facts), "capabilities": sorted(desc.capabilities), **fields})
+
+
+# formats named by TB_COMPARE_FORMATS: last, once everything above is defined
+for _d in _from_env():
+    register(_d)
+_AT_IMPORT = tuple(d for d in _formats if d not in BUILTIN)

@@ -72,6 +72,7 @@ class TraceJson(FormatDescriptor):
     capabilities = frozenset({"kernels", "steps", "memory", "modules", "communication", "links",
                               "call_stacks"})
     facts = {"task_types_from_db": False, "us_text": "trim", "unreleased_text": "None"}
+    modules = ("tb_compare_plugin.loaders.kineto_json",)
 
     def recognise(self, path: str, run: str | None = None):
         n = os.path.basename(path)

@@ -155,7 +155,7 @@ def load_profile(spec, progress=None, pool=None, cache=None):
         registry.finish(prof)           # facts of its format, also on entries that predate one
     else:
         # a format registered at run time is unknown to the parser processes' fork server
-        if pool is not None and registry.is_builtin(spec.format):
+        if pool is not None and registry.parsed_in_pool(spec.format):
             prof = pool.parse(spec.format, spec.root, spec.fingerprint, progress)
         else:
             prof = registry.load(spec.format, spec.root, progress=progress)
