@@ -118,5 +118,33 @@ def test_toy_analysis_in_routes(toy, tmp_path, monkeypatch):
     assert "Toy table rows" in wb.sheetnames
     # with a pair, the listing says which analyses apply
     q = "?baseline=baseline_gpu/worker0&target=target_npu/rank0_ascend_pt"
-    listed = json.loads(c.get(PREFIX + "/analyses" + q).get_data())["analyses"]
-    assert all("available" in a and "missing" in a for a in listed)
+    listed = {a["name"]: a for a in json.loads(c.get(PREFIX + "/analyses" + q).get_data())["analyses"]}
+    assert listed["kernel"]["available"] and listed[toy.NAME]["available"] and not listed["api"]["missing"]
+
+
+def test_needs_are_checked_against_both_sides(toy, tmp_path, monkeypatch):
+    """An analysis whose need neither side holds is refused on the route (404 naming it), left out
+    of the workbook with a note, and reported unavailable in the JSON."""
+    if not BASE.exists():
+        pytest.skip("samples not generated")
+    from tb_compare_plugin.comparison import Comparison
+    from tb_compare_plugin.loaders import load
+    from tb_compare_plugin.presenters.answers_json import analyses_json
+    from tb_compare_plugin.presenters.xlsx_workbook import write_workbook
+    b = load("trace-json", str(BASE))
+    held = reg.registry.capabilities(b)
+    lacking = sorted(set(reg.CAPABILITIES) - held)
+    assert "kernels" in held and lacking
+    need = lacking[0]
+    reg.register(Analysis("toy_needy", "Toy needy", toy.table_rows, toy.TOY.columns, needs={need}))
+    try:
+        cmp = Comparison(b, b)
+        assert analyses_json(cmp)["toy_needy"] == {"label": "Toy needy",
+                                                   "unavailable": f"neither profile holds {need}"}
+        out = tmp_path / "w.xlsx"
+        names = write_workbook(cmp, str(out))
+        assert "Toy needy" not in names and "Toy table rows" in names
+        summary = [r[0] for r in openpyxl.load_workbook(out, read_only=True)["Summary"].iter_rows(values_only=True)]
+        assert any(isinstance(x, str) and "Toy needy sheet was not written" in x for x in summary)
+    finally:
+        reg.unregister("toy_needy")

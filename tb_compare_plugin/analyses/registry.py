@@ -18,8 +18,13 @@ import threading
 from dataclasses import dataclass
 from typing import Callable
 
-# what an analysis may need; ``missing_inputs`` checks them against both profiles
-CAPABILITIES = ("kernels", "communication", "memory", "modules", "steps")
+from ..formats.base import CAPABILITIES as FORMAT_CAPABILITIES
+
+# what an analysis may need: what a format declares it can hold (formats.base.CAPABILITIES);
+# ``missing_inputs`` checks them against both sides
+CAPABILITIES = tuple(sorted(FORMAT_CAPABILITIES))
+# held or not according to the data itself (a format that can hold kernels may hold none)
+DATA_CAPABILITIES = ("kernels", "communication", "memory", "modules", "steps")
 OUTPUTS = frozenset({"route", "json", "sheet"})
 
 
@@ -103,16 +108,23 @@ def analyses(output: str | None = None) -> list[Analysis]:
 
 def capabilities(source) -> set:
     """What one side holds, in CAPABILITIES' terms: a parsed Profile, or a discovered worker
-    (``WorkerSpec``: what discovery saw without parsing)."""
+    (``WorkerSpec``: what discovery saw without parsing).  kernels, communication, memory,
+    modules and steps count when the data holds them; the others (links, pmu, ...) when the
+    side's format declares it can hold them."""
     if hasattr(source, "has_dict"):
         has = {k for k, v in source.has_dict().items() if v}
-        steps = source.steps
+        steps, fmt = source.steps, source.format
     else:
         has = {k for k, v in source.has().items() if v}
-        steps = source.step_ids()
+        steps, fmt = source.step_ids(), getattr(source.meta, "format", None)
     if steps:
         has.add("steps")
-    return has & set(CAPABILITIES)
+    try:
+        from ..formats import registry
+        declared = set(registry.get(fmt).capabilities) if fmt else set()
+    except KeyError:                    # a format no longer registered: only what the data shows
+        declared = set()
+    return (has | (declared - set(DATA_CAPABILITIES))) & set(CAPABILITIES)
 
 
 def missing_inputs(analysis: Analysis, base, target) -> list[str]:
