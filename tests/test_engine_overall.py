@@ -168,7 +168,7 @@ def test_top_level_rows_always_present_and_ratio_none_when_baseline_zero():
 def test_compat_rows_leave_out_lccl():
     from tb_compare_plugin.engines.overall import Metric, SideBreakdown
     from tb_compare_plugin.engines.overall_rows import build_rows
-    sb = SideBreakdown("NPU", "ascend-text", None, 1, metrics={
+    sb = SideBreakdown("NPU", None, 1, metrics={
         "computing": Metric(10, 1), "lccl": Metric(5, 2), "uncovered": Metric(0), "free_time": Metric(0),
         "e2e": Metric(15)})
     assert "Lccl" in [r["name"] for r in build_rows(sb, sb)]
