@@ -100,7 +100,7 @@ def test_notify_wait_after_rdma_sends_is_transfer_not_wait():
     assert _counted_notify_waits(p, np.arange(n)).tolist() == [False, False, False, False, False, False, True]
 
 
-def _npu(sym=None, *, nw_plane_has_wait=True, fmt="ascend-text"):
+def _npu(sym=None, *, nw_plane_has_wait=True, fmt="ascend-text", step_end=9000):
     """A tiny NPU text profile: 2 kernels, 1 collective, Overlap Analysis, 2 HCCL planes."""
     sym = sym or SymbolTable()
     meta = meta_for(fmt, device="NPU", has_pmu=True, bwd_tid=9)
@@ -122,7 +122,7 @@ def _npu(sym=None, *, nw_plane_has_wait=True, fmt="ascend-text"):
     first = "Notify_Wait" if nw_plane_has_wait else "Memcpy"
     comm_tasks = make_table("comm_tasks", name=sym.intern_many([first, "Notify_Wait", "Memcpy"]),
                             group=[g, g, g], plane=[0, 1, 1], start_ns=[4000, 4100, 5000], dur_ns=[100, 600, 200])
-    steps = make_table("steps", step=[1], start_ns=[0], end_ns=[9000])
+    steps = make_table("steps", step=[1], start_ns=[0], end_ns=[step_end])
     return Profile(sym, meta, {"kernels": kernels, "ops": ops, "overlap": overlap, "comm_ops": comm_ops,
                                "comm_tasks": comm_tasks, "steps": steps})
 
@@ -165,10 +165,27 @@ def test_top_level_rows_always_present_and_ratio_none_when_baseline_zero():
 
 
 
+
+def test_compat_steps_as_the_reference_applies_them():
+    """The reference filters overall figures by step for DB exports only (spec a.4)."""
+    keys = ("computing", "uncovered", "e2e", "free_time")
+    figures = lambda b: [b.ns(x) for x in keys]  # noqa: E731
+    text = _npu(step_end=2500)
+    assert figures(breakdown(text, 1)) != figures(breakdown(text))               # ours: the step's
+    compat = breakdown(text, 1, reference_compat=True)
+    assert figures(compat) == figures(breakdown(text, reference_compat=True))   # the whole capture
+    assert any("step 1 not applied" in n for n in compat.notes)
+    db = _npu(step_end=2500, fmt="ascend-db")
+    assert figures(breakdown(db, 1, reference_compat=True)) != figures(breakdown(db, reference_compat=True))
+    with pytest.raises(StepError):
+        breakdown(text, 7, reference_compat=True)                                  # still validated
+    res = compare_overall(text, text, base_step=1, reference_compat=True)
+    assert any(n.startswith("baseline: step 1 not applied") for n in res.notes)
+
 def test_compat_rows_leave_out_lccl():
     from tb_compare_plugin.engines.overall import Metric, SideBreakdown
     from tb_compare_plugin.engines.overall_rows import build_rows
-    sb = SideBreakdown("NPU", None, 1, metrics={
+    sb = SideBreakdown(device="NPU", step=None, steps_count=1, metrics={
         "computing": Metric(10, 1), "lccl": Metric(5, 2), "uncovered": Metric(0), "free_time": Metric(0),
         "e2e": Metric(15)})
     assert "Lccl" in [r["name"] for r in build_rows(sb, sb)]

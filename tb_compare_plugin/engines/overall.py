@@ -244,12 +244,26 @@ def _mc2(profile, sel, rows, dur, names, top) -> dict:
 
 def breakdown(profile, step: int | None = None, reference_compat: bool = False,
               top: int = TOP_KERNELS) -> SideBreakdown:
-    """One side's time split for the whole capture or one step (raises StepError)."""
+    """One side's time split for the whole capture or one step (raises StepError).
+
+    ``reference_compat`` with a step: an Ascend text export's figures span the whole capture,
+    as the reference's do (it filters overall metrics by step only for DB exports, spec a.4)."""
     sel = select(profile, step)
     k, sym = profile.kernels, profile.symbols
     device = "NPU" if profile.meta.device == "NPU" else "GPU"
+    step_note = None
+    if reference_compat and step is not None:
+        if device == "NPU" and not overall_npu.is_db(profile):
+            sel = select(profile, None)
+            step_note = (f"step {step} not applied: the reference does not filter an Ascend text export's "
+                         "overall figures by step, so these span the whole capture.")
+        elif device == "GPU":
+            step_note = (f"step {step}: the reference refuses steps on GPU data, so it has no figure to "
+                         "match; these are the step's.")
     sb = SideBreakdown(device=profile.meta.device, step=sel.step,
                        steps_count=sel.steps_count)
+    if step_note:
+        sb.notes.append(step_note)
     gpu = overall_gpu.GpuRows(profile, sel, reference_compat) if device == "GPU" else None
     rows, codes, hide = _categorise(profile, sel, reference_compat, gpu)
     sb.hide_op_details = hide
@@ -347,7 +361,8 @@ def compare_overall(base, target, base_step: int | None = None, target_step: int
             notes.append(f"The {who} has no device activity in the selected range.")
         notes.extend(f"{who}: {n}" for n in s.notes)
     if reference_compat:
-        notes.append("Reference-compatible mode: the reference's known errors are reproduced.")
+        notes.append("Reference-compatible mode: the overall figures are msprof-analyze compare's, its known "
+                     "errors included (docs/deviations.md).")
     scale_b = 1.0 / b.steps_count if per_step else 1.0
     scale_t = 1.0 / t.steps_count if per_step else 1.0
     rows = build_rows(b, t, scale_b, scale_t, compat=reference_compat, notes=notes)
