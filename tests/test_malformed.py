@@ -393,7 +393,7 @@ def test_db_junk_times_are_skipped_not_read_as_zero(tmp_path):
     (and NULL / blob / out-of-range times) are skipped with a warning; reversed rows get dur 0."""
     import sqlite3
     from tb_compare_plugin.engines.overall import breakdown
-    from tb_compare_plugin.loaders import ascend_db
+    from tb_compare_plugin.loaders import load
     db = tmp_path / mc.DB
     mc.make_tiny_db(db)
     c = sqlite3.connect(db)
@@ -403,7 +403,7 @@ def test_db_junk_times_are_skipped_not_read_as_zero(tmp_path):
                     "UPDATE MEMORY_RECORD SET totalAllocated = 'lots' WHERE rowid = 1;")
     c.commit()
     c.close()
-    prof = ascend_db.load(str(db))
+    prof = load("ascend-db", str(db))                 # through its descriptor: engines read its facts
     w = "\n".join(prof.meta.warnings)
     for text in ("TASK: 2 row(s) without a readable startNs/endNs", "TASK: 1 row(s) ending before they start",
                  "PYTORCH_API: 1 row(s) without", "OVERLAP_ANALYSIS: 10 row(s) of an unknown type"):
