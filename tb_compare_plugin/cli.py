@@ -63,6 +63,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="compare the children of matched ops that launch more than N kernels (N > 3)")
     p.add_argument("--wide", action="store_true", help="wider table with counts and group names")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    p.add_argument("--max-expanded-mb", type=float, metavar="MB",
+                   help="refuse a trace that is, or decompresses to, more than MB megabytes "
+                        "(default: $TB_COMPARE_MAX_EXPANDED_MB, else 8192)")
     p.add_argument("--no-cache", action="store_true",
                    help="neither read nor write the parsed-profile cache (~/.cache/tb-compare)")
     p.add_argument("--quiet", "-q", action="store_true", help="do not print the overview table")
@@ -181,6 +184,10 @@ def _warm_up(args):
 
 
 def run(args) -> int:
+    if args.max_expanded_mb is not None:            # before the parser processes start: they inherit it
+        if not 0 < args.max_expanded_mb < float("inf"):
+            raise CliError("--max-expanded-mb must be a positive number of megabytes")
+        os.environ["TB_COMPARE_MAX_EXPANDED_MB"] = repr(args.max_expanded_mb)
     backends = start_backends(args.no_cache)        # first: its imports overlap ours
     try:
         opts = make_options(args)

@@ -16,6 +16,9 @@ class ProfileCompareLoader(base_plugin.TBLoader):
                                 "~/tb_compare_exports. Never inside the logdir.")
         group.add_argument("--profile_compare_scan_interval", type=float, default=5.0,
                            help="Seconds between rescans of the logdir for new or changed profiles.")
+        group.add_argument("--profile_compare_max_expanded_mb", type=float, default=0.0,
+                           help="Refuse a trace that is, or decompresses to, more than this many MB "
+                                "(default: TB_COMPARE_MAX_EXPANDED_MB, else 8192).")
 
     def load(self, context):
         from .plugin import ProfileComparePlugin

@@ -45,6 +45,9 @@ class ProfileComparePlugin(base_plugin.TBPlugin):
         interval = getattr(flags, "profile_compare_scan_interval", None) or 5.0
         self._scanner = Scanner(self._logdir, interval)
         self._export_dir = export_dir(getattr(flags, "profile_compare_export_dir", "") or "", self._logdir)
+        max_mb = getattr(flags, "profile_compare_max_expanded_mb", None)
+        if max_mb and 0 < max_mb < float("inf"):   # read by the loaders, in the parser processes too
+            os.environ["TB_COMPARE_MAX_EXPANDED_MB"] = repr(float(max_mb))
         self._service = CompareService(self._logdir)
 
     @property

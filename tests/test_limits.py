@@ -2,6 +2,7 @@
 "no silent wrong answers".  Every input is generated in tmp_path."""
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -21,3 +22,129 @@ def test_gpu_flow_cat_is_not_accepted():
     r = tbc(GPU_SAMPLE, GPU_SAMPLE, "--gpu-flow-cat", "ac2g", "--no-cache")
     assert r.returncode == 2
     assert "--gpu-flow-cat" in r.stderr
+
+
+# -- hostile sizes ---------------------------------------------------------------------------
+import gzip  # noqa: E402
+import json  # noqa: E402
+import zlib  # noqa: E402
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+from tb_compare_plugin.loaders import LoadError, jsonstream, kineto_json  # noqa: E402
+
+MB = 1 << 20
+
+
+def _event_halves():
+    evs = json.loads(GPU_SAMPLE.read_text())["traceEvents"]
+    half = len(evs) // 2
+    return json.dumps(evs[:half])[1:-1].encode(), json.dumps(evs[half:])[1:-1].encode()
+
+
+def _write(path, parts, gz: bool):
+    """Write ``parts`` (bytes, or (byte, count) for a run of ``count`` copies of one byte)."""
+    z = zlib.compressobj(1, zlib.DEFLATED, 31) if gz else None
+    with open(path, "wb") as f:
+        for p in parts:
+            pieces = [p] if isinstance(p, bytes) else [p[0] * MB] * (p[1] // MB) + [p[0] * (p[1] % MB)]
+            for piece in pieces:
+                f.write(z.compress(piece) if z else piece)
+        if z:
+            f.write(z.flush())
+    return path
+
+
+SYMBOL_COLS = {"name", "cat", "task_type", "input_shapes", "input_types", "call_stack", "group", "op_type"}
+
+
+def _same_tables(a, b):
+    """Equal tables, symbol columns compared as text (chunking changes the interning order)."""
+    assert a.tables.keys() == b.tables.keys()
+    for name in a.tables:
+        ta, tb = a.tables[name].copy(), b.tables[name].copy()
+        for c in SYMBOL_COLS & set(ta.columns):
+            ta[c] = [a.symbols.string(int(i)) for i in ta[c]]
+            tb[c] = [b.symbols.string(int(i)) for i in tb[c]]
+        assert ta.equals(tb), name
+
+
+@pytest.mark.parametrize("gz", [False, True], ids=["plain", "gzip"])
+def test_whitespace_between_events_loads(tmp_path, gz):
+    """50 MB of whitespace between two events (and around the array's key) load the same events."""
+    a, b = _event_halves()
+    ref = kineto_json.load(_write(tmp_path / "ref.json", [b'{"traceEvents": [', a, b",", b, b"]}"], False))
+    f = _write(tmp_path / ("ws.json.gz" if gz else "ws.json"),
+               [b'{"schemaVersion": 1,', (b"\n", 2 * MB), b'"traceEvents":', (b" ", 2 * MB), b"[",
+                (b" ", MB), a, (b"\n", 50 * MB), b",", (b"\t", 50 * MB), b, (b" ", 2 * MB), b"]",
+                (b"\r\n", 2 * MB), b"}"], gz)
+    got = kineto_json.load(f)
+    _same_tables(got, ref)
+    assert not got.meta.warnings
+
+
+@pytest.mark.parametrize("gz", [False, True], ids=["plain", "gzip"])
+def test_whitespace_only_array_is_not_buffered(tmp_path, gz):
+    """An events array of nothing but whitespace ends with no chunk, and a gzip stream does not
+    keep the whitespace: the reader's buffer stays small."""
+    f = _write(tmp_path / ("only.json.gz" if gz else "only.json"),
+               [b'{"traceEvents": [', (b" ", 40 * MB), b'], "x": 1}'], gz)
+    import tracemalloc
+    seen = []
+    res = jsonstream.StreamResult()
+    tracemalloc.start()
+    try:
+        assert list(jsonstream.iter_event_chunks(str(f), lambda v: seen.append(len(v)), result=res)) == []
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert res.outside == {"x": 1} and res.total_bytes == 40 * MB + 27
+    assert seen == [] and peak < 20 * MB
+
+
+def test_skip_ws_matches_a_byte_loop():
+    rng = np.random.default_rng(0)
+    for n in (0, 1, 255, 256, 257, 5000, 3 * jsonstream.WS_BLOCK + 7):
+        buf = bytearray(rng.choice(list(b" \t\r\n"), n).astype(np.uint8).tobytes())
+        for stop in sorted({0, n // 2, n - 1}):
+            if 0 <= stop < n:
+                b = bytearray(buf)
+                b[stop] = ord("x")
+                assert jsonstream.skip_ws(b, 0, n) == stop
+                b += b"tail"                     # the buffer must stay resizable
+        assert jsonstream.skip_ws(buf, 0, n) == n
+
+
+def test_gzip_past_the_expanded_limit(tmp_path, monkeypatch):
+    """A small gzip that expands past the configured limit fails with the file and the limit named."""
+    f = _write(tmp_path / "bomb.json.gz", [b'{"traceEvents": [', (b" ", 12 * MB), b"]}"], True)
+    assert os.path.getsize(f) < 100_000
+    monkeypatch.setenv("TB_COMPARE_MAX_EXPANDED_MB", "5")
+    with pytest.raises(LoadError) as e:
+        kineto_json.load(str(f))
+    msg = str(e.value)
+    assert "bomb.json.gz" in msg and "5.00 MB" not in msg and "5 MB" in msg and "TB_COMPARE_MAX_EXPANDED_MB" in msg
+    monkeypatch.setenv("TB_COMPARE_MAX_EXPANDED_MB", "20")
+    assert kineto_json.load(str(f)).tables["kernels"].empty
+
+
+def test_plain_file_past_the_limit_and_a_bad_setting(tmp_path, monkeypatch):
+    f = _write(tmp_path / "big.json", [b'{"traceEvents": [', (b" ", 3 * MB), b"]}"], False)
+    monkeypatch.setenv("TB_COMPARE_MAX_EXPANDED_MB", "2")
+    with pytest.raises(LoadError, match=r"big\.json: the file is 3,145,7\d\d bytes, more than the limit of 2 MB"):
+        kineto_json.load(str(f))
+    monkeypatch.setenv("TB_COMPARE_MAX_EXPANDED_MB", "lots")
+    with pytest.raises(LoadError, match="TB_COMPARE_MAX_EXPANDED_MB='lots' is not a positive number"):
+        kineto_json.load(str(f))
+
+
+def test_cli_max_expanded_mb(tmp_path):
+    a, b = _event_halves()
+    f = _write(tmp_path / "w.pt.trace.json.gz", [b'{"traceEvents": [', a, b",", (b" ", 3 * MB), b, b"]}"], True)
+    r = tbc(f, f, "--max-expanded-mb", "2", "--no-cache", "--json", "-")
+    assert r.returncode == 1 and "Traceback" not in r.stderr
+    err = r.stderr.strip()
+    assert len(err.splitlines()) == 1 and "w.pt.trace.json.gz" in err and "limit of 2 MB" in err, err
+    assert tbc(f, f, "--max-expanded-mb", "0").returncode == 1
+    assert tbc(f, f, "--max-expanded-mb", "8", "--no-cache", "-q").returncode == 0

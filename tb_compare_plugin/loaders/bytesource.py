@@ -5,10 +5,16 @@ magic bytes, stream-decompressed, concatenated members allowed) and counts the r
 progress.  For a large plain file, :meth:`ByteSource.map` instead maps it copy-on-write: the JSON
 reader then decodes chunks in place, with no read or buffer copies, and drops the pages it has
 finished with (:func:`drop_behind`) so its resident memory stays bounded.
+
+Hostile sizes are bounded: a whole read (not a peek) stops with a :class:`LoadError` once the
+output passes :func:`max_expanded_bytes` (``$TB_COMPARE_MAX_EXPANDED_MB``, default 8 GiB, set by
+the CLI's ``--max-expanded-mb`` and the plugin's ``--profile_compare_max_expanded_mb``): a few MB
+of gzip can expand to GBs of whitespace.  A plain file past the limit is refused at once.
 """
 from __future__ import annotations
 
 import mmap
+import os
 import zlib
 from typing import Optional
 
@@ -19,10 +25,31 @@ READ_BLOCK = 1 << 20            # compressed / plain bytes read per call
 INFLATE_BLOCK = 4 << 20         # most decompressed bytes produced per inflate call
 MAP_MIN = 8 << 20               # plain files at least this big are mapped instead of read
 DROP_EVERY = 64 << 20           # give finished pages back to the system this often
+MAX_EXPANDED_ENV = "TB_COMPARE_MAX_EXPANDED_MB"
+DEFAULT_MAX_EXPANDED_MB = 8192  # 8 GiB: 8x the largest bench trace
 
 
 def fmt(n: int) -> str:
     return f"{n:,}"
+
+
+def max_expanded_bytes(path: str = "") -> int:
+    """The most bytes one trace may expand to (``$TB_COMPARE_MAX_EXPANDED_MB``, in MB)."""
+    raw = os.environ.get(MAX_EXPANDED_ENV, "").strip()
+    if not raw:
+        return DEFAULT_MAX_EXPANDED_MB << 20
+    try:
+        mb = float(raw)
+    except ValueError:
+        mb = float("nan")
+    if not mb > 0 or mb == float("inf"):
+        raise LoadError(path, f"{MAX_EXPANDED_ENV}={raw!r} is not a positive number of MB")
+    return max(1, int(mb * (1 << 20)))
+
+
+def _limit_text(n: int) -> str:
+    mb = n / (1 << 20)
+    return f"{mb:,.0f} MB" if mb >= 10 else f"{mb:,.3g} MB"
 
 
 class ByteSource:
@@ -31,6 +58,7 @@ class ByteSource:
     def __init__(self, path: str, limit: Optional[int] = None) -> None:
         self.path = path
         self.limit = limit            # stop after this many output bytes (peek)
+        self.max_out = max_expanded_bytes(path) if limit is None else None   # past it: LoadError
         try:
             self._f = open(path, "rb")
         except OSError as e:
@@ -44,6 +72,9 @@ class ByteSource:
         magic = self._f.read(2)
         self._f.seek(0)
         self.gzip = magic == GZIP_MAGIC
+        if self.max_out is not None and not self.gzip and self.size > self.max_out:
+            self._f.close()
+            raise self._too_big(f"the file is {fmt(self.size)} bytes, more than")
         self._z = zlib.decompressobj(wbits=31) if self.gzip else None
         self._pending = b""          # compressed input not yet consumed by inflate
 
@@ -53,6 +84,11 @@ class ByteSource:
     def _inflate_error(self, what: str) -> LoadError:
         return LoadError(self.path, f"the gzip data is {what} (after {fmt(self.raw_read)} compressed bytes, "
                                     f"{fmt(self.out)} bytes decompressed)")
+
+    def _too_big(self, what: str) -> LoadError:
+        return LoadError(self.path, f"{what} the limit of {_limit_text(self.max_out)} for one trace "
+                                    f"(raise it with {MAX_EXPANDED_ENV}, the CLI's --max-expanded-mb or "
+                                    "TensorBoard's --profile_compare_max_expanded_mb)")
 
     def read(self) -> bytes:
         """Next block of output bytes, b"" at the end."""
@@ -96,6 +132,8 @@ class ByteSource:
                 self._pending = z.unused_data
             if out:
                 self.out += len(out)
+                if self.max_out is not None and self.out > self.max_out:
+                    raise self._too_big("the gzip data expands to more than")
                 return out
 
     def fraction(self) -> float:
