@@ -24,6 +24,7 @@ setup(
     ],
     extras_require={
         "test": ["pytest>=7", "hypothesis>=6", "openpyxl>=3.1", "playwright>=1.40"],
+        "bench": ["xlsxwriter>=3"],          # bench/xlsx_bench.py only; never imported by the package
     },
     entry_points={
         "tensorboard_plugins": [

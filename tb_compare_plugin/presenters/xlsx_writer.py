@@ -1,11 +1,15 @@
 """A small streaming xlsx (Office Open XML spreadsheet) writer: the package parts and sheets
 written straight into the zip (cell text, numbers and the style registry: :mod:`.xlsx_cells`).
 
-Why not xlsxwriter: it spends ~20 µs per cell on this class of machine (cell objects kept in
-memory, then serialised one by one), so a 100k-row × 13-column operator sheet took ~25 s.
-Writing the sheet XML directly keeps memory flat (rows go to the zip as they are produced):
-~2 µs per cell row by row (:meth:`Sheet.row`), under 0.5 µs column by column (:meth:`Sheet.rows`,
-one list comprehension per column), while a worker thread deflates the previous chunk.  Only
+Why not xlsxwriter (the design card names it): even in its fastest mode (``constant_memory``,
+rows streamed to a temporary file; typed ``write_*`` calls) it costs ~5.9 µs per cell on this
+2-core machine when it is quiet, several times ours.  ``python -m bench.xlsx_bench`` writes the
+same operator-like sheet with both (docs/performance.md: under load, 11 µs of CPU per cell for
+xlsxwriter against 1.6-1.9 µs for this writer, deflate included).  Writing the sheet XML
+directly keeps memory flat (rows go to the zip as they are produced): ~1.5-2 µs per cell row by
+row (:meth:`Sheet.row`); column by column (:meth:`Sheet.rows`, one list comprehension per column)
+about twice as fast when values repeat, as names and durations do in real sheets (escaped text
+and float reprs are memoised), while a worker thread deflates the previous chunk.  Only
 what the workbook presenter needs is supported: numbers, inline strings, blanks, one border
 style, fills, bold / coloured Arial 11, left + vertically centred alignment with indent, number
 formats, fixed column widths, merged cells, a frozen header and an autofilter.
