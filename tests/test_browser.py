@@ -644,6 +644,30 @@ def test_worker_errors_and_parse_progress_in_place(browser, tb):
     page.close()
 
 
+def test_top_pair_opens_once_the_first_scan_ends(browser, tb):
+    """The server's first scan of a big logdir can outlast the first `runs` answer (no runs,
+    scanned_at 0): the tab lists the runs again and then opens the top pair, without a click."""
+    page = browser.new_page(viewport={"width": 1280, "height": 800})
+    polls = {"n": 0}
+
+    def runs(route):
+        resp = route.fetch()
+        body = resp.json()
+        polls["n"] += 1
+        if polls["n"] <= 2:
+            body.update(runs=[], pairs=[], scanned_at=0)
+        route.fulfill(response=resp, json=body)
+
+    page.route(re.compile(r"/data/plugin/profile_compare/runs$"), runs)
+    t = Tab(page, tb.url)
+    t.open()
+    t.f.locator(f"{CONTENT} table.metrics").wait_for(timeout=30000)
+    assert polls["n"] >= 3
+    assert t.select_value("base-worker") == BASE and t.select_value("target-worker") == TARGET
+    assert t.console.errors() == []
+    page.close()
+
+
 # -- VSCode-like embedding ---------------------------------------------------------------------
 
 def test_vscode_like_frame(browser, tb, export_dir):

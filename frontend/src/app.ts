@@ -25,6 +25,7 @@ export class App {
   private requested = new Set<string>();
   /** A pair was chosen (in the URL, by the user, or opened once from the suggestions): never open one again. */
   private chosen: boolean;
+  private scanTimer = 0;
   private readonly root = h("div", {id: "compare"});
   private readonly banner = h("div", {role: "alert"});
   private readonly tabs = h("div", {class: "tabs", role: "tablist", "aria-label": "Comparison views"});
@@ -82,6 +83,15 @@ export class App {
     if (render) this.show(false);
   }
 
+  /** The server has not finished its first scan of the log folder: list the runs again soon. */
+  private afterFirstScan(): void {
+    if (this.scanTimer) return;
+    this.scanTimer = window.setTimeout(() => {
+      this.scanTimer = 0;
+      void this.refreshRuns().then(() => this.show(false));
+    }, 1000);
+  }
+
   /** Without a choice in the URL or from the user, open the top suggested pair (once). */
   private openSuggested(): void {
     if (this.chosen || !this.runs) return;
@@ -135,6 +145,7 @@ export class App {
       if (isLoading(r)) return;
       this.runs = {runs: Array.isArray(r.runs) ? r.runs : [], pairs: r.pairs ?? [], env: r.env, error: r.error};
       this.env = r.env;
+      if ((r.scanned_at === 0 || r.scanned_at === null) && !r.error) this.afterFirstScan();
       replace(this.banner, r.error ? h("div", {class: "notice error"}, `Scanning the log folder failed: ${r.error}`) : null);
     } catch (e) {
       replace(this.banner, h("div", {class: "notice error"}, `Cannot list runs: ${(e as Error).message}`));
