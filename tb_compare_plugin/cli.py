@@ -83,8 +83,10 @@ def resolve(path: str, rank: int | None, role: str):
     except (ValueError, OSError) as e:
         raise CliError(f"{role} {e}")
     if not workers:
+        from .formats.registry import extra_hints
         raise CliError(f"{role} {path}: no profile found there (expected a PyTorch Profiler trace, an "
-                       "Ascend *_ascend_pt / *_ascend_ms folder, ASCEND_PROFILER_OUTPUT, or a profiler .db)")
+                       "Ascend *_ascend_pt / *_ascend_ms folder, ASCEND_PROFILER_OUTPUT, or a profiler "
+                       f".db{extra_hints()})")
     if rank is not None:
         chosen = [w for w in workers if w.rank == rank]
         if not chosen:

@@ -110,6 +110,26 @@ def test_toy_format_unknown_without_its_descriptor(tmp_path):
     assert find_runs(str(logdir)) == []
 
 
+def test_unrecognised_file_names_the_registered_formats(toy, tmp_path):
+    f = tmp_path / "notes.txt"
+    f.write_text("hello")
+    with pytest.raises(ValueError, match=r"profiler output folder, or a \*\.toyprof\.json\)"):
+        classify_path(str(f))
+
+
+def test_a_failing_recogniser_does_not_stop_discovery(toy, tmp_path, caplog):
+    class Broken(toyformat.ToyFormat):
+        id = "broken"
+
+        def recognise(self, path, run=None):
+            raise RuntimeError("bug in an add-on")
+    registry.register(Broken(), first=True)
+    logdir = _toy_logdir(tmp_path)
+    ws = {w.id: w.format for r in find_runs(str(logdir)) for w in r.workers}
+    assert ws == {"base/w0": "toy", "target/w0": "toy"}
+    assert "format broken failed to recognise" in caplog.text and "bug in an add-on" in caplog.text
+
+
 def test_toy_format_in_the_cli_json_and_workbook(toy, tmp_path, capsys):
     from tb_compare_plugin import cli
     logdir = _toy_logdir(tmp_path)

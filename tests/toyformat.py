@@ -26,6 +26,7 @@ class ToyFormat(FormatDescriptor):
     id = "toy"
     device = "GPU"
     capabilities = frozenset({"kernels", "steps", "links"})
+    hint = "a *.toyprof.json"
 
     def recognise(self, path, run=None):
         name = os.path.basename(path)

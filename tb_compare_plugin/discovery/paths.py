@@ -19,6 +19,7 @@ def classify_path(path: str) -> list[WorkerSpec]:
     if spec is not None:
         return [spec]
     if os.path.isfile(path):
+        from ..formats.registry import extra_hints
         raise ValueError(f"{path}: not a recognised profile (expected *.pt.trace.json[.gz], "
-                         "a trace .json, an Ascend *.db, or a profiler output folder)")
+                         f"a trace .json, an Ascend *.db, or a profiler output folder{extra_hints()})")
     return [w for r in find_runs(path) for w in r.workers]

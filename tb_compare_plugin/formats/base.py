@@ -49,6 +49,7 @@ class FormatDescriptor:
     capabilities: frozenset = frozenset()
     facts: Mapping = {}                   # ProfileMeta field -> value, set on every loaded profile
     modules: tuple = ()                   # modules parser processes import ahead (its loader)
+    hint: str = ""                        # what a user names for it, for error messages
 
     def recognise(self, path: str, run: str | None = None):
         """The :class:`~tb_compare_plugin.discovery.spec.WorkerSpec` for ``path``, or None."""

@@ -102,15 +102,31 @@ def recognise(path: str, run: str | None = None):
         if fn in asked:
             continue
         asked.append(fn)
-        spec = fn(path, run)
+        spec = _guarded(d, fn, path, run)
         if spec is not None:
             return spec
     if run is None:                     # a path the user named: a format may still claim it
         for d in formats:
-            spec = d.fallback(path)
+            spec = _guarded(d, d.fallback, path)
             if spec is not None:
                 return spec
     return None
+
+
+def _guarded(desc, fn, *args):
+    """A recogniser that raises (an add-on's bug) must not stop discovery of everything else:
+    it recognises nothing, and the log says which format failed on which path."""
+    try:
+        return fn(*args)
+    except Exception as e:  # noqa: BLE001
+        log.warning("tb-compare: format %s failed to recognise %s: %s: %s", desc.id, args[0],
+                    type(e).__name__, e)
+        return None
+
+
+def extra_hints() -> str:
+    """", or <hint>" for each registered format beyond the built-in ones (error messages)."""
+    return "".join(f", or {d.hint}" for d in _formats if d not in BUILTIN and d.hint)
 
 
 def load(fmt: str, root: str, progress: Progress = None, options: Mapping | None = None):
