@@ -381,7 +381,9 @@ def test_peek_on_every_corpus_trace(corpus):
         assert info["is_trace"] and info["error"] is None, path
         p = load(corpus, path)
         assert info["rank"] == p.meta.rank, path
-        assert info["device_name"] == p.meta.device_name, path
+        # peek reads only the head: deviceProperties written after traceEvents (the TraceLens
+        # traces) is not seen, and peek says "not known" rather than guessing
+        assert info["device_name"] in (p.meta.device_name, None), path
         assert info["device_hint"] in (p.meta.device, None), path
     assert kineto_json.peek(str(corpus / CPU_ONLY))["device_hint"] == "CPU"
     assert kineto_json.peek(str(corpus / RESNET))["device_hint"] == "GPU"
