@@ -200,12 +200,15 @@ def run(args) -> int:
             backends[1].shutdown()
         raise
     from .service import compare as service
+    from .presenters.overall_json import load_warnings
     from .presenters.cli_text import overview_table
     from .presenters.json_encode import encode
 
     progress = Progress(not args.no_progress)
     base, target = load_sides(base_spec, target_spec, progress, backends, _warm_up(args))
     cmp = service.make_comparison(base, target, opts, base_spec, target_spec)
+    for _who, path, w in load_warnings(cmp):      # what a loader dropped or guessed: one line each
+        print(f"warning: {path}: {' '.join(w.split())}", file=sys.stderr)
     payload = service.overview(cmp)
     if args.json:
         data = encode(payload)
@@ -247,9 +250,30 @@ def _atomic_write(path: str, data: bytes) -> None:
         raise CliError(f"cannot write {path}: {e.strerror or e}")
 
 
+def _quiet_stderr(debug: bool) -> None:
+    """stderr carries only our own lines: Python warnings are not shown (what matters about the
+    input is in the loaders' warnings), log records print as one ``warning:`` line each, and
+    the parser processes write to a file of their own (parsepool) unless ``--debug``."""
+    if debug:
+        os.environ["TB_COMPARE_DEBUG"] = "1"
+        return
+    import logging
+    import warnings
+    warnings.simplefilter("ignore")
+    log = logging.getLogger("tb_compare_plugin")
+    if not any(getattr(h, "tbc_cli", False) for h in log.handlers):
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("warning: %(message)s"))
+        handler.tbc_cli = True
+        log.addHandler(handler)
+    log.setLevel(logging.WARNING)
+    log.propagate = False
+
+
 def main(argv=None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    _quiet_stderr(args.debug)
     try:
         return run(args)
     except KeyboardInterrupt:

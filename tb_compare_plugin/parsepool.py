@@ -9,6 +9,13 @@ dies (killed, out of memory) is reported in plain words and retried once.
 
 Without a usable cache the child sends the profile back through the pipe instead; with
 ``TB_COMPARE_PROCESSES=0`` everything runs in the calling process.
+
+The children never write to the caller's stderr: the fork server, and so every parser process
+forked from it, gets a private (already unlinked) file as its stderr.  Whatever a child prints
+there -- Python warnings, the traceback multiprocessing prints when a worker dies of
+KeyboardInterrupt or cannot start because its parent is exiting -- would otherwise land on the
+CLI's stderr as a traceback, and only now and then (it depends on timing).  The tail of that file
+goes into the error when a child dies; ``TB_COMPARE_DEBUG=1`` leaves the children's stderr alone.
 """
 from __future__ import annotations
 
@@ -33,6 +40,53 @@ def _preload() -> list:
     """What the fork server imports once: the libraries, the cache, and every format's loader."""
     from .formats import registry
     return _PRELOAD + [m for m in registry.preload_modules() if m not in _PRELOAD]
+
+
+_CHILD_ERR: list = []              # the children's stderr file (one per process, opened on first use)
+
+
+def _child_stderr_fd() -> int:
+    if not _CHILD_ERR:
+        _CHILD_ERR.append(tempfile.TemporaryFile(prefix="tbc-children-"))
+    return _CHILD_ERR[0].fileno()
+
+
+def children_stderr_size() -> int:
+    try:
+        return os.fstat(_CHILD_ERR[0].fileno()).st_size if _CHILD_ERR else 0
+    except OSError:
+        return 0
+
+
+def children_stderr_tail(since: int = 0, limit: int = 300) -> str:
+    """The last line the parser processes wrote to their stderr after offset ``since`` ("" if none)."""
+    size = children_stderr_size()
+    if size <= since:
+        return ""
+    try:
+        start = max(since, size - 4096)
+        tail = os.pread(_CHILD_ERR[0].fileno(), size - start, start).decode("utf-8", "replace")
+    except OSError:
+        return ""
+    lines = [ln.strip() for ln in tail.splitlines() if ln.strip()]
+    return lines[-1][:limit] if lines else ""
+
+
+def _start_forkserver_quietly() -> None:
+    """Start the fork server (if it is not running) with the children's stderr file as its fd 2:
+    every process it forks inherits that, so no child ever prints on the caller's stderr."""
+    from multiprocessing import forkserver
+    if os.environ.get("TB_COMPARE_DEBUG"):
+        forkserver.ensure_running()
+        return
+    fd = _child_stderr_fd()
+    saved = os.dup(2)
+    try:
+        os.dup2(fd, 2)
+        forkserver.ensure_running()
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
 
 
 def processes_enabled() -> bool:
@@ -109,7 +163,8 @@ class ParsePool:
                 try:
                     ctx = mp.get_context("forkserver")
                     ctx.set_forkserver_preload(_preload())
-                except ValueError:
+                    _start_forkserver_quietly()
+                except (ValueError, OSError):
                     ctx = mp.get_context("spawn")
                 self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=ctx,
                                                  max_tasks_per_child=1)
@@ -118,12 +173,7 @@ class ParsePool:
     def start(self) -> None:
         """Start the fork server now, so its imports (~0.5 s) overlap the caller's own work
         instead of delaying the first parse.  Optional; ``parse`` starts it anyway."""
-        self._executor()
-        try:
-            from multiprocessing import forkserver
-            forkserver.ensure_running()
-        except (ImportError, ValueError, OSError) as e:    # no forkserver here: spawn starts on use
-            log.debug("profile_compare: fork server not started early: %s", e)
+        self._executor()                # (starts the fork server, when there is one)
 
     def _reset(self) -> None:
         with self._lock:
@@ -138,6 +188,7 @@ class ParsePool:
         os.close(fd)
         try:
             for attempt in range(retries + 1):
+                err_at = children_stderr_size()
                 fut = self._executor().submit(_child_parse, fmt, root, fingerprint, cache_root, ppath,
                                               self._progress_dir)
                 while True:
@@ -157,8 +208,10 @@ class ParsePool:
                             log.warning("profile_compare: parser process for %s died; retrying", root)
                             kind = None
                             break
+                        last = children_stderr_tail(err_at)
                         raise LoadError(root, "the parser process died (killed, or out of memory?) "
-                                              "while reading this profile")
+                                              "while reading this profile" + (f" (its last words: {last})"
+                                                                              if last else ""))
                 if kind is None:
                     continue
                 if kind == "cache":

@@ -77,6 +77,7 @@ class SideBreakdown:
     overlaps: list = field(default_factory=list)    # (group a, group b, ns)
     hide_op_details: bool = False
     sdma_stream_count: int = 0
+    steps_marked: bool = True                       # False: no step markers, steps_count is a stand-in 1
     memory_peak_gb: float | None = None
     bandwidth: dict = field(default_factory=dict)   # {"rdma_gbps", "sdma_gbps"} (NPU text/DB)
     notes: list = field(default_factory=list)
@@ -261,7 +262,7 @@ def breakdown(profile, step: int | None = None, reference_compat: bool = False,
             step_note = (f"step {step}: the reference refuses steps on GPU data, so it has no figure to "
                          "match; these are the step's.")
     sb = SideBreakdown(device=profile.meta.device, step=sel.step,
-                       steps_count=sel.steps_count)
+                       steps_count=sel.steps_count, steps_marked=sel.marked)
     if step_note:
         sb.notes.append(step_note)
     gpu = overall_gpu.GpuRows(profile, sel, reference_compat) if device == "GPU" else None
@@ -342,14 +343,22 @@ def compare_overall(base, target, base_step: int | None = None, target_step: int
     if per_step is None and reference_compat:
         per_step = False
     differ = b.steps_count != t.steps_count
+    unmarked = [who for who, s in (("baseline", b), ("target", t)) if not s.steps_marked]
     if per_step is None:
-        per_step = differ
-        if per_step:
+        per_step = differ and not unmarked      # a side without step markers is never divided
+        if differ and unmarked:
+            notes.append(f"Raw figures: the {' and the '.join(unmarked)} has no step markers (no ProfilerStep# / "
+                         "STEP_TIME), so the number of steps it covers is unknown; neither side is divided.")
+        elif per_step:
             notes.append(f"The two sides cover different numbers of steps (baseline {b.steps_count}, target "
                          f"{t.steps_count}): every figure is per step (each side divided by its step count; "
                          "counts become averages).")
     elif per_step:
-        notes.append(f"Figures are per step: baseline divided by {b.steps_count}, target by {t.steps_count}.")
+        notes.append(f"Figures are per step: baseline divided by {b.steps_count}, target by {t.steps_count}."
+                     if not unmarked else
+                     "Figures are per step where a side has step markers: " + ", ".join(
+                         f"{who} {'not divided (no step markers)' if not s.steps_marked else f'divided by {s.steps_count}'}"
+                         for who, s in (("baseline", b), ("target", t))) + ".")
     elif differ:
         notes.append(f"Raw figures: the two sides cover different numbers of steps "
                      f"(baseline {b.steps_count}, target {t.steps_count}).")

@@ -10,7 +10,8 @@ work launched in step N can run after that window closes (asynchronous launch), 
   they start inside the device window.
 
 Without a step every row is selected and ``steps_count`` is the number of steps the capture
-holds (at least 1), used for per-step normalisation.
+holds (at least 1), used for per-step normalisation; ``marked`` says whether the profile has step
+markers at all (a side without them covers an unknown number of steps and is never divided).
 """
 from __future__ import annotations
 
@@ -30,6 +31,7 @@ class Selection:
     overlap: np.ndarray
     mem_records: np.ndarray
     next_start: int | None = None           # first device activity of the following step
+    marked: bool = True                     # the profile has step markers (steps_count is real)
 
 
 class StepError(ValueError):
@@ -48,7 +50,7 @@ def select(profile, step: int | None) -> Selection:
     if step is None:
         return Selection(None, max(1, n_steps), None,
                          np.ones(len(k), bool), np.ones(len(co), bool), np.ones(len(ct), bool),
-                         np.ones(len(ov), bool), np.ones(len(mr), bool))
+                         np.ones(len(ov), bool), np.ones(len(mr), bool), marked=n_steps > 0)
     rows = steps[steps["step"] == int(step)]
     kstep = k["step"].to_numpy()
     tagged = kstep == int(step)

@@ -347,6 +347,10 @@ def kernels_table(h: dict, sym: SymbolTable, meta: ProfileMeta, kd_path: str | N
     nt = h["n"]
     sid, psid = ints(h["stream_id"]), ints(h["phys_stream_id"])
     stream = np.where(sid >= 0, sid, np.where(psid >= 0, psid, h["tid"]))
+    n_tid = int(((sid < 0) & (psid < 0)).sum())    # ('Physic Stream Id' alone is the usual layout)
+    if n_tid:
+        meta.warnings.append(f"trace_view.json: {n_tid} task(s) without a readable 'Stream Id' or 'Physic Stream Id': "
+                             "their tid is used as the stream")
     kd: dict = {}
     match = np.full(nt, -1, dtype=np.int64)
     got = read_kernel_details(kd_path, meta.warnings) if kd_path and os.path.isfile(kd_path) else None
@@ -385,6 +389,11 @@ def kernels_table(h: dict, sym: SymbolTable, meta: ProfileMeta, kd_path: str | N
     ttypes = h["task_type"]
     ttypes = ttypes.padded(ne) if isinstance(ttypes, Texts) else list(ttypes) + [None] * ne
     csv_dur = col("dur_us", np.nan)[nt:] * 1000.0
+    no_dur = int((~(np.isfinite(csv_dur) & (csv_dur >= 0))).sum())
+    if no_dur:
+        meta.warnings.append(f"kernel_details.csv: {no_dur} row(s) that match no trace_view.json task have no "
+                             "readable, non-negative Duration(us): loaded with duration 0")
+    csv_dur = np.where(csv_dur >= 0, csv_dur, np.nan)
     task_id = np.concatenate([ints(h["task_id"]), pad])
     table = make_table(
         "kernels", n,

@@ -242,15 +242,22 @@ class _Reader:
         self.op_start = np.zeros(0, np.int64)
 
     def run(self) -> Profile:
-        self.task = self._timed(self.db.select("TASK", {
+        task = self.db.select("TASK", {
             "start": "startNs", "end": "endNs", "dev": "deviceId", "cid": "connectionId",
             "g": "globalTaskId", "type": "taskType", "ctx": "contextId", "stream": "streamId",
-            "task": "taskId"}), "TASK")
+            "task": "taskId"})
+        n_task = 0 if task is None else len(task)
+        self.task = self._timed(task, "TASK")
         self._steps()
         self.progress(0.05)
         self._api()
         self.progress(0.4)
         self._kernels()
+        if n_task and not len(self.t["kernels"]):
+            raise LoadError(str(self.path), f"TASK holds {n_task:,} device task row(s) but none could be loaded "
+                                            f"({'; '.join(self.meta.warnings) or 'none is readable'})")
+        if not n_task and not len(self.t.get("ops", ())):
+            raise LoadError(str(self.path), "no events: the TASK and PYTORCH_API tables are empty")
         self.progress(0.65)
         self._comm()
         self.progress(0.8)

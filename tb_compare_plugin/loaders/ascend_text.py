@@ -347,10 +347,15 @@ def load(root: str, framework: str = "PyTorch", progress=None) -> Profile:
     tr = parse_trace(trace_path, progress=read_progress)
     meta.files.insert(0, trace_path)
     meta.warnings += tr.warnings
+    if not tr.n_events:
+        raise LoadError(trace_path, "the trace has no events (its JSON array is empty)")
     tick(0.6)
     tables = _host_tables(tr, sym, meta)
     kernels, kkey = sidefiles.kernels_table(tr.b["hw"], sym, meta,
                                             None if trace_only else os.path.join(out_dir, "kernel_details.csv"))
+    if tr.n_device and not len(kernels):
+        raise LoadError(trace_path, f"the trace holds {tr.n_device:,} 'Ascend Hardware' events but none could be "
+                                    f"loaded ({'; '.join(meta.warnings) or 'none is readable'})")
     comm_ops, comm_tasks, op_keys = _comm_tables(tr, sym)
     pairs = _flow_pairs(tr.b["npu_flow"], "async_npu", meta.warnings)
     starts = _flow_starts(tables["ops"], sym.lookup("cpu_op")) if len(pairs) else None

@@ -248,7 +248,15 @@ class Trace:
             if _KIND_FIELDS[kind][0] and not np.isin(group[idx], _KIND_FIELDS[kind][1]).all():
                 raise _Redo()
         dur = x["dur"].floats() * 1000.0
-        dur = np.where(np.isfinite(dur), np.rint(dur), 0).astype(np.int64)
+        good_dur = np.isfinite(dur) & (dur >= 0)
+        used = np.zeros(len(dur), dtype=bool)
+        for idx in idxs.values():
+            used[idx] = True
+        self._warn(int((used & ~good_dur).sum()), "event(s) with a missing, negative or non-numeric 'dur' were "
+                                                  "given duration 0")
+        dur = np.where(good_dur, np.rint(dur), 0).astype(np.int64)
+        self.n_events = col.n_events          # every event of the file (metadata and flows included)
+        self.n_device = int((role == 1).sum())    # "Ascend Hardware" events, readable or not
         self.b: dict = {}
         for kind, idx in idxs.items():
             c = {"n": len(idx), "pid": pid[idx], "tid": tid[idx], "ts": ts[idx], "dur": dur[idx],

@@ -243,6 +243,15 @@ def fill_meta(meta: ProfileMeta, outside: dict, col=None) -> None:
         w.append(f"{col.n_skipped:,} events skipped: not a JSON object or fields of the wrong type")
     if col.n_fixed:
         w.append(f"{col.n_fixed:,} events had fields of an unexpected type; those fields were ignored")
+    for label, n in col.bad_dur.items():
+        w.append(f"{n:,} {label} events have a negative, missing or non-numeric dur: loaded with duration 0")
+    if col.n_no_stream:
+        w.append(f"{col.n_no_stream:,} GPU kernel/memcpy/memset events have no readable args.stream: "
+                 "their tid is used as the stream")
+    if col.n_no_device:
+        w.append(f"{col.n_no_device:,} GPU kernel/memcpy/memset events have no readable args.device: "
+                 "their pid is used as the device")
+    w.extend(col.ids.warnings())
 
 
 # ----------------------------------------------------------------------------- API

@@ -37,7 +37,7 @@ from .errors import LoadError
 from .kineto_build import build_profile, fill_meta
 from .kineto_values import (C_FLOW, C_FWDBWD, C_KERNEL, C_MEM, C_MEMCPY, C_MEMSET, C_OP, C_OTHER, C_PYF,
                             C_RUNTIME, CAT_CLASS, DEC, DEC_EXACT, DEC_RAWS, DTYPE_SIZE, Ev, EvExact, canon_dims,
-                            canon_types, collective_type, floats, id_norm, ints, times_ns)
+                            canon_types, collective_type, floats, id_norm, IdTally, ints, times_ns)
 
 __all__ = ["load", "peek", "collective_type"]
 
@@ -55,6 +55,7 @@ class _Memo(dict):
         return v
 
 
+_CLASS_LABEL = {C_KERNEL: "GPU kernel/memcpy/memset", C_OP: "CPU op/runtime", C_PYF: "python_function"}
 FLOW_END = _Memo(lambda ph: 0)          # ph -> 1 for a flow start ("s"), 2 for its end ("f"), else 0
 FLOW_END.update(s=1, f=2)
 
@@ -91,6 +92,11 @@ class _Collector:
         self.n_skipped = 0
         self.n_fixed = 0
         self.n_exact_chunks = 0
+        self.ids = IdTally()
+        self.bad_dur: dict[str, int] = {}       # event class label -> events whose dur became 0
+        self.n_no_stream = 0                    # kernels whose stream / device came from tid / pid
+        self.n_no_device = 0
+        self.n_device_seen = 0                  # device events (kernel/memcpy/memset) in the file
 
     def close(self) -> None:
         """Drop the memos (their lambdas refer back to self) and any unused pieces."""
@@ -128,6 +134,8 @@ class _Collector:
             ev = self._repair(text, one, err)
             if ev is None:
                 self.n_skipped += 1
+                if _DEVICE_CAT.search(text):
+                    self.n_device_seen += 1
             else:
                 self.n_fixed += 1
                 out.append(ev)
@@ -168,7 +176,11 @@ class _Collector:
         try:
             return np.fromiter(raw, np.int64, len(raw))       # ints and digit strings
         except (TypeError, ValueError, OverflowError):
+            self.ids.wide += sum(1 for v in raw if type(v) is int and not -2 ** 63 <= v < 2 ** 64)
             return np.fromiter(map(self.id_memo.__getitem__, raw), np.int64, len(raw))
+
+    def _ints(self, vals: list) -> np.ndarray:
+        return ints(vals, self.ids)
 
     def _intern(self, strs: list) -> np.ndarray:
         return np.fromiter(map(self.str_memo.__getitem__, strs), np.int32, len(strs))
@@ -193,6 +205,7 @@ class _Collector:
         if len(other):
             is_mem = np.fromiter((evs[i].name == "[memory]" for i in other.tolist()), bool, len(other))
             cls[other[is_mem]] = C_MEM
+        self.n_device_seen += int(((cls == C_KERNEL) | (cls == C_MEMCPY) | (cls == C_MEMSET)).sum())
         bad = (ts == -1) & (cls != C_OTHER)
         if bad.any():
             self.n_bad_ts += int(bad.sum())
@@ -213,7 +226,14 @@ class _Collector:
             r = _Rows(cls[idx], ts[idx], catsym[idx])
             if dur:
                 r.dur, _ = times_ns([e.dur for e in sub])
-                r.dur[r.dur < 0] = 0
+                neg = r.dur < 0
+                if neg.any():
+                    r.dur[neg] = 0
+                    # an instant event ("ph": "i") has no dur by nature; any other one should
+                    n = sum(1 for i in np.flatnonzero(neg).tolist() if sub[i].dur is not None or sub[i].ph == "X")
+                    if n:
+                        label = _CLASS_LABEL[int(codes[0])]
+                        self.bad_dur[label] = self.bad_dur.get(label, 0) + n
             r.pid = self._ids([e.pid for e in sub])
             r.tid = self._ids([e.tid for e in sub])
             return sub, r
@@ -229,22 +249,22 @@ class _Collector:
             args = [e.args for e in evp]
             self._put("pyfuncs", len(evp), name=self._intern([e.name for e in evp]),
                       start_ns=r.ts, dur_ns=r.dur, pid=r.pid, tid=r.tid,
-                      py_id=ints([a.py_id for a in args]), py_parent=ints([a.py_parent for a in args]))
+                      py_id=self._ints([a.py_id for a in args]), py_parent=self._ints([a.py_parent for a in args]))
         for c, table in ((C_FLOW, "_flows"), (C_FWDBWD, "_fwdbwd")):
             evf, r = pick(c, dur=False)
             if r is not None:
                 ph = np.fromiter(map(FLOW_END.__getitem__, [e.ph for e in evf]), np.int8, len(evf))
                 is_s = ph == 1
                 sel = np.flatnonzero(ph > 0)
-                ids = ints([e.id for e in evf])
+                ids = self._ints([e.id for e in evf])
                 self._put(table, len(sel), is_s=is_s[sel].astype(bool), id=ids[sel],
                           ts=r.ts[sel], pid=r.pid[sel], tid=r.tid[sel])
         evm, r = pick(C_MEM, dur=False)
         if r is not None:
             args = [e.args for e in evm]
             self._put("_mem", len(evm), ts=r.ts, pid=r.pid, tid=r.tid,
-                      dev=ints([a.dev_id for a in args]), nbytes=ints([a.mbytes for a in args]),
-                      addr=ints([a.addr for a in args]), alloc=floats([a.total_alloc for a in args]),
+                      dev=self._ints([a.dev_id for a in args]), nbytes=self._ints([a.mbytes for a in args]),
+                      addr=self._ints([a.addr for a in args]), alloc=floats([a.total_alloc for a in args]),
                       res=floats([a.total_res for a in args]))
 
     def _kernels(self, evk, k) -> None:
@@ -254,13 +274,15 @@ class _Collector:
         c = k.cls
         kind = np.where(c == C_KERNEL, KIND_COMPUTE, np.where(c == C_MEMCPY, KIND_MEMCPY, KIND_MEMSET))
         kind = kind.astype(np.int8)
-        stream = ints([a.stream for a in args])
+        stream = self._ints([a.stream for a in args])
+        self.n_no_stream += int((stream < 0).sum())
         stream = np.where(stream >= 0, stream, k.tid)
-        device = ints([a.device for a in args])
+        device = self._ints([a.device for a in args])
+        self.n_no_device += int((device < 0).sum())
         device = np.where(device >= 0, device, k.pid)
         first = self._put("kernels", len(evk), name=names, task_type=k.cat,
                           kind=kind, stream=stream, device=device, start_ns=k.ts, dur_ns=k.dur,
-                          corr=ints([a.corr for a in args]), bytes=ints([a.nbytes for a in args]),
+                          corr=self._ints([a.corr for a in args]), bytes=self._ints([a.nbytes for a in args]),
                           _pid=k.pid, _tid=k.tid)
         if self.nccl_ids:
             is_nccl = np.isin(names, np.fromiter(self.nccl_ids, np.int32)) & (kind == KIND_COMPUTE)
@@ -269,7 +291,7 @@ class _Collector:
                 kind[rows] = KIND_COMM
                 a = [args[i] for i in rows.tolist()]
                 pg = [x.pg if x.pg is not None else x.pg_ranks for x in a]
-                nel = ints([x.nelems for x in a])
+                nel = self._ints([x.nelems for x in a])
                 size = np.array([DTYPE_SIZE.get((x.dtype or "").lower(), -1) for x in a], np.int64)
                 nbytes = np.where((nel >= 0) & (size > 0), nel * size, -1)
                 op_type = [collective_type(self.sym.string(nm), x.coll) for nm, x in zip(names[rows], a)]
@@ -285,17 +307,17 @@ class _Collector:
 
     def _ops(self, evo, k) -> None:
         args = [e.args for e in evo]
-        ext = ints([a.ext for a in args])
+        ext = self._ints([a.ext for a in args])
         miss = np.flatnonzero(ext == -1)                  # 2021 traces spell it "external id"
         if len(miss):
-            ext[miss] = ints([args[i].ext2 for i in miss.tolist()])
+            ext[miss] = self._ints([args[i].ext2 for i in miss.tolist()])
         rt = np.flatnonzero(k.cls == C_RUNTIME)
         rtcorr = np.full(len(evo), -1, np.int64)
         if len(rt):
-            rtcorr[rt] = ints([args[i].corr for i in rt.tolist()])
+            rtcorr[rt] = self._ints([args[i].corr for i in rt.tolist()])
         self._put("ops", len(evo), name=self._intern([e.name for e in evo]), cat=k.cat,
                   start_ns=k.ts, dur_ns=k.dur, pid=k.pid, tid=k.tid, corr=ext,
-                  seq=ints([a.seq for a in args]),
+                  seq=self._ints([a.seq for a in args]),
                   input_shapes=self._interned_raw([a.dims for a in args], self.dims_memo),
                   input_types=self._interned_raw([a.types for a in args], self.types_memo),
                   call_stack=self._intern([a.stack for a in args]), _rtcorr=rtcorr)
@@ -335,12 +357,17 @@ def load(path: str, progress=None, chunk_bytes: int = jsonstream.DEFAULT_CHUNK) 
     finally:
         col.close()
     if col.n_events == 0:
-        prof.meta.warnings.append("the trace has no events")
+        raise LoadError(path, "the trace has no events (its traceEvents array is empty)")
+    if col.n_device_seen and not col.rows.get("kernels"):
+        why = "; ".join(prof.meta.warnings) or "none could be read"
+        raise LoadError(path, f"the trace holds {col.n_device_seen:,} device events (kernel, memcpy, memset) "
+                              f"but none could be loaded ({why})")
     if progress is not None:
         progress(1.0)
     return prof
 
 
+_DEVICE_CAT = re.compile(rb'"cat"\s*:\s*"(?:[Kk]ernel|gpu_memcpy|gpu_memset|[Mm]emcpy|[Mm]emset)"')
 _KERNEL_HINT = re.compile(rb'"cat"\s*:\s*"(?:kernel|Kernel|gpu_memcpy|gpu_memset|Memcpy|Memset|'
                           rb'cuda_runtime|Runtime|ac2g)"')
 _RANK_HINT = re.compile(rb'"distributedInfo"\s*:\s*\{[^{}]*?"rank"\s*:\s*(\d+)')

@@ -54,7 +54,7 @@ class Ev(msgspec.Struct, gc=False):
     pid: Num = None
     tid: Num = None
     ts: Num = None
-    dur: Num = 0
+    dur: Num = None
     id: Num = None
     args: Args = ARGS0
 
@@ -178,11 +178,51 @@ def one_int(v) -> int:
     return -1
 
 
-def ints(vals: list) -> np.ndarray:
-    """Integers (maybe str/float/None/huge) -> int64, -1 where missing/bad; ids >= 2^63 wrap."""
+class IdTally:
+    """Counts of integer fields a load could not keep as written (for the profile's warnings)."""
+    __slots__ = ("wide", "unreadable")
+
+    def __init__(self) -> None:
+        self.wide = 0               # beyond 64 bits: only the low 64 bits kept (distinct ids may merge)
+        self.unreadable = 0         # not an integer (text, fraction, NaN, ...): read as missing
+
+    def count(self, vals) -> None:
+        for v in vals:
+            t = type(v)
+            if t is int:
+                if not -2 ** 63 <= v < 2 ** 64:
+                    self.wide += 1
+            elif v is not None and one_int(v) == -1 and not (t is str and v.strip() == "-1"):
+                self.unreadable += 1
+            elif t is str:
+                s = v.strip()
+                try:
+                    w = int(s, 16) if s[:2].lower() == "0x" else int(s)
+                except ValueError:
+                    continue
+                if not -2 ** 63 <= w < 2 ** 64:
+                    self.wide += 1
+
+    def warnings(self) -> list[str]:
+        out = []
+        if self.wide:
+            out.append(f"{self.wide:,} id values (correlation, External id, flow id, pid/tid, ...) do not fit "
+                       "in 64 bits: only their low 64 bits are kept, so different ids may be taken as one")
+        if self.unreadable:
+            out.append(f"{self.unreadable:,} id or count values are not integers (text, fraction, NaN ...): "
+                       "read as missing")
+        return out
+
+
+def ints(vals: list, tally: Optional[IdTally] = None) -> np.ndarray:
+    """Integers (maybe str/float/None/huge) -> int64, -1 where missing/bad; ids >= 2^63 wrap.
+    ``tally`` counts the values that were not plain 64-bit integers (only on the slow path,
+    which any such value forces)."""
     try:
         return np.fromiter(vals, np.int64, len(vals))      # note: truncates floats (ids never are)
     except (TypeError, ValueError, OverflowError):
+        if tally is not None:
+            tally.count(vals)
         return np.fromiter(map(one_int, vals), np.int64, len(vals))
 
 

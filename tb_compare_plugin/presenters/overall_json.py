@@ -1,7 +1,20 @@
 """The overall comparison as JSON: the object both the `compare/overall` route and
 `tb-compare --json` emit (schema in docs/api.md), with the registered analyses whose
-outputs hold "json" under ``"analyses"``."""
+outputs hold "json" under ``"analyses"``.  Its ``notes`` end with each side's load
+warnings (what its loader dropped, defaulted or guessed), as ``"<side> <file>: <warning>"``."""
 from __future__ import annotations
+
+import os
+
+
+def load_warnings(cmp) -> list[tuple[str, str, str]]:
+    """(side, profile path, warning) for every load warning of both sides, baseline first."""
+    out = []
+    for who, prof in (("baseline", cmp.base), ("target", cmp.target)):
+        if who == "target" and prof is cmp.base:
+            break                           # the same profile on both sides: say it once
+        out += [(who, prof.meta.path, w) for w in prof.meta.warnings]
+    return out
 
 
 def side_block(side, profile, step) -> dict:
@@ -30,6 +43,8 @@ def overall_payload(cmp) -> dict:
         if core not in seen:
             seen.add(core)
             notes.append(core)
+    for who, path, w in load_warnings(cmp):
+        notes.append(f"{who} {os.path.basename(os.path.normpath(path)) if path else ''}: {w}")
     out["notes"] = notes
     from .answers_json import analyses_json
     extra = analyses_json(cmp)

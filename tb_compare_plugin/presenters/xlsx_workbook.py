@@ -255,8 +255,10 @@ def _side_info(cmp) -> list[list]:
     rows.append(["Step compared", "all" if o.base_step is None else o.base_step,
                  "all" if o.target_step is None else o.target_step])
     try:
-        d = cmp.overall().to_dict()
-        rows.append(["Figures", *(["per step" if d["per_step"] else "whole capture"] * 2)])
+        res = cmp.overall()
+        d = res.to_dict()
+        rows.append(["Figures", *("per step" if d["per_step"] and s.steps_marked else "whole capture"
+                                  for s in (res.baseline, res.target))])
         rows.append(["Peak reserved memory (GB)", d["memory"]["baseline"]["peak_reserved_gb"],
                      d["memory"]["target"]["peak_reserved_gb"]])
         for k, label in (("rdma_gbps", "RDMA bandwidth (GB/s)"), ("sdma_gbps", "SDMA bandwidth (GB/s)")):
