@@ -29,7 +29,7 @@ BUILTIN = ["kernel", "api", "operator", "operator_pairs", "module", "memory", "m
 @pytest.fixture
 def toy():
     import toy_analysis
-    reg.register(toy_analysis.TOY, replace=True)
+    reg.register(toy_analysis.ANALYSIS, replace=True)
     yield toy_analysis
     reg.unregister(toy_analysis.NAME)
 
@@ -52,12 +52,12 @@ def test_registry_refuses_bad_entries():
         reg.get("nope")
 
 
-def _cli(*args, cwd):
-    code = ("import sys, toy_analysis; from tb_compare_plugin.cli import main; "
-            f"sys.exit(main({[str(a) for a in args]!r}))")
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")]))
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=cwd,
-                          env=env, timeout=300)
+def _cli(*args, cwd, analyses="toy_analysis"):
+    """The real tb-compare command, with the toy analysis switched on from outside the package."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")]),
+               TB_COMPARE_ANALYSES=analyses)
+    return subprocess.run([sys.executable, "-m", "tb_compare_plugin.cli", *map(str, args)], capture_output=True,
+                          text=True, cwd=cwd, env=env, timeout=300)
 
 
 def test_toy_analysis_in_cli_json_and_workbook(tmp_path):
@@ -78,9 +78,12 @@ def test_toy_analysis_in_cli_json_and_workbook(tmp_path):
     sheet = {row[0]: row for row in cells[1:]}
     assert sheet["kernels"][1] == rows["kernels"]["b_rows"]
     # without the toy module: no "analyses" key, no extra sheet (the built-ins are unchanged)
-    r = subprocess.run([sys.executable, "-m", "tb_compare_plugin.cli", BASE, TARGET, "--json", out, "-q",
-                        "--no-progress"], capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    r = _cli(BASE, TARGET, "--json", out, "-q", "--no-progress", cwd=tmp_path, analyses="")
     assert r.returncode == 0, r.stderr
+    assert "analyses" not in json.loads(out.read_text())
+    # an add-on that cannot be used is skipped with a warning naming it, and the run goes on
+    r = _cli(BASE, TARGET, "--json", out, "-q", "--no-progress", cwd=tmp_path, analyses="no_such_module")
+    assert r.returncode == 0 and "no_such_module" in r.stderr and "Traceback" not in r.stderr, r.stderr
     assert "analyses" not in json.loads(out.read_text())
 
 

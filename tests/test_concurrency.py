@@ -11,7 +11,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from tb_compare_plugin import comparison, loaders
+from tb_compare_plugin import comparison
+from tb_compare_plugin.formats import registry
 from tb_compare_plugin.parsepool import crash_marker
 
 from conftest import SAMPLES
@@ -30,16 +31,16 @@ def fresh_cache(tmp_path, monkeypatch):
 
 def test_fifty_identical_requests_one_computation(fresh_cache, monkeypatch):
     parses, builds = [], []
-    real_load, real_init = loaders.load, comparison.Comparison.__init__
+    real_load, real_init = registry.load, comparison.Comparison.__init__
 
-    def counting_load(fmt, root, progress=None):
+    def counting_load(fmt, root, progress=None, options=None):
         parses.append(root)
-        return real_load(fmt, root, progress=progress)
+        return real_load(fmt, root, progress=progress, options=options)
 
     def counting_init(self, *a, **k):
         builds.append(1)
         real_init(self, *a, **k)
-    monkeypatch.setattr(loaders, "load", counting_load)
+    monkeypatch.setattr(registry, "load", counting_load)      # what the profile store calls
     monkeypatch.setattr(comparison.Comparison, "__init__", counting_init)
     c = make_client(SAMPLES)
     c.get(PREFIX + "/runs")

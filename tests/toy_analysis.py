@@ -1,10 +1,11 @@
 """A toy analysis added through the registry alone (tests/test_analyses_registry.py): rows per
-table on each side.  Importing this module registers it."""
+table on each side.  ``TB_COMPARE_ANALYSES=toy_analysis`` (with tests/ on the path) registers it
+in the tb-compare command; the tests' fixture calls ``register(ANALYSIS)``."""
 from __future__ import annotations
 
 import pandas as pd
 
-from tb_compare_plugin.analyses import Analysis, Column, register
+from tb_compare_plugin.analyses import Analysis, Column
 
 NAME = "toy_table_rows"
 
@@ -17,9 +18,8 @@ def table_rows(cmp) -> pd.DataFrame:
                          "diff_rows": [y - x for x, y in zip(b, t)]})
 
 
-TOY = register(Analysis(
+ANALYSIS = TOY = Analysis(
     NAME, "Toy table rows", table_rows,
     (Column("name", "Table"), Column("b_rows", "Base Rows", "count"), Column("t_rows", "Target Rows", "count"),
      Column("diff_rows", "Diff Rows", "count")),
-    diff_col="diff_rows", description="rows in each table of both profiles (a test of the registry)"),
-    replace=True)
+    diff_col="diff_rows", description="rows in each table of both profiles (a test of the registry)")

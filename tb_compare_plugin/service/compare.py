@@ -89,7 +89,7 @@ class CompareService:
         self.wait_seconds = WAIT_SECONDS if wait_seconds is None else wait_seconds
         self.profiles = ProfileStore()
         self.comparisons = JobCache(max_items=max_comparisons, workers=1, name="tbc-compare")
-        self.answers = JobCache(max_items=max_tables, workers=1, name="tbc-answer")
+        self.answers = JobCache(max_items=max_tables, workers=2, name="tbc-answer")
         self.workbooks = JobCache(max_items=max_workbooks, workers=1, name="tbc-xlsx")
         self._backends = None
         self._lock = threading.Lock()
