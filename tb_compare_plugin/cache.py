@@ -72,11 +72,12 @@ class ProfileCache:
     def entry_path(self, fingerprint) -> str:
         return self._entry(key_of(fingerprint))
 
-    def discard(self, fingerprint) -> None:
-        """Delete ``fingerprint``'s entry, and any half-written one (a writer killed mid-``put``)."""
+    def discard(self, fingerprint, partial_only: bool = False) -> None:
+        """Delete ``fingerprint``'s entry (unless ``partial_only``), and any half-written one
+        (a writer killed mid-``put``)."""
         path = self.entry_path(fingerprint)
         folder, key = os.path.split(path)
-        for p in [path] + glob.glob(os.path.join(folder, f".{key}.*")):
+        for p in ([] if partial_only else [path]) + glob.glob(os.path.join(folder, f".{key}.*")):
             shutil.rmtree(p, ignore_errors=True)
 
     def has(self, fingerprint) -> bool:

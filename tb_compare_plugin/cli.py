@@ -2,14 +2,17 @@
 
 Prints the overview table, optionally writes the whole result as JSON (`--json`), and
 exits 0 on success, non-zero with one line on stderr on any failure (no traceback
-unless --debug), so CI can rely on it.
+unless --debug), so CI can rely on it.  SIGTERM or SIGINT stops it with exit 128 + the signal's
+number and one line, leaving no parser process, scratch folder or half-written cache entry.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import signal
 import sys
+import threading
 import time
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
@@ -270,15 +273,43 @@ def _quiet_stderr(debug: bool) -> None:
     log.propagate = False
 
 
+class Stopped(KeyboardInterrupt):
+    """SIGTERM or SIGINT arrived: the parser processes are being stopped."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _on_stop(signum, frame) -> None:
+    """SIGTERM / SIGINT: kill the parser processes at once (their waiting threads then delete
+    what the children left half-written), and unwind the main thread.  Further signals are
+    ignored while that cleanup runs; it takes well under a second."""
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    pp = sys.modules.get("tb_compare_plugin.parsepool")     # no import in a signal handler
+    if pp is not None:
+        pp.abort_all()
+    raise Stopped(signum)
+
+
+def _install_stop_handlers() -> dict:
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+    return {sig: signal.signal(sig, _on_stop) for sig in (signal.SIGTERM, signal.SIGINT)}
+
+
 def main(argv=None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     _quiet_stderr(args.debug)
+    previous = _install_stop_handlers()
     try:
         return run(args)
-    except KeyboardInterrupt:
-        print("tb-compare: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as e:
+        signum = getattr(e, "signum", signal.SIGINT)
+        print(f"tb-compare: interrupted ({signal.Signals(signum).name})", file=sys.stderr)
+        return 128 + signum
     except Exception as e:  # noqa: BLE001 - one line, never a traceback
         if args.debug:
             raise
@@ -286,6 +317,9 @@ def main(argv=None) -> int:
         msg = str(e) if isinstance(e, CliError) else user_message(e)
         print(f"tb-compare: error: {' '.join(msg.split())}", file=sys.stderr)
         return EXIT_FAIL
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 if __name__ == "__main__":  # pragma: no cover

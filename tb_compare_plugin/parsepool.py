@@ -5,7 +5,14 @@ request threads wait, and two sides could never use two cores.  So a bounded poo
 processes (forkserver: modules imported once, each job a cheap fork; one job per child so its
 memory returns to the system) parses a worker, writes the columnar profile into the cache and
 exits; the parent maps the cached columns.  Progress travels through a tiny file; a child that
-dies (killed, out of memory) is reported in plain words and retried once.
+dies (killed, out of memory) is reported in plain words and retried once, and its half-written
+cache entry is deleted.
+
+Stopping: :func:`abort_all` (the CLI calls it from its SIGTERM / SIGINT handler) kills every
+pool's children at once; the waiting ``parse`` calls then delete their half-written entries and
+raise, and ``shutdown`` removes the scratch folder.  Children ignore SIGINT: a Ctrl-C reaches
+the whole process group, and the parent is the one that decides what to stop.  The scratch
+folder is ``$TB_COMPARE_SCRATCH_DIR`` when set, else /dev/shm, else the system temp folder.
 
 Without a usable cache the child sends the profile back through the pipe instead; with
 ``TB_COMPARE_PROCESSES=0`` everything runs in the calling process.
@@ -24,9 +31,11 @@ import logging
 import multiprocessing as mp
 import os
 import shutil
+import signal
 import tempfile
 import threading
 import time
+import weakref
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 
@@ -93,10 +102,13 @@ def processes_enabled() -> bool:
     return os.environ.get("TB_COMPARE_PROCESSES", "1").lower() not in ("0", "false", "no", "off")
 
 
-def crash_marker(root: str) -> str:
-    """A file whose existence makes the parser process of ``root`` die (for tests only)."""
-    import hashlib
-    return os.path.join(tempfile.gettempdir(), "tbc-test-crash-" + hashlib.sha1(root.encode()).hexdigest())
+_LIVE: "weakref.WeakSet[ParsePool]" = weakref.WeakSet()
+
+
+def abort_all() -> None:
+    """Stop every pool of this process now (safe in a signal handler: takes no lock)."""
+    for pool in list(_LIVE):
+        pool.abort()
 
 
 def _child_parse(fmt: str, root: str, fingerprint, cache_root: str | None, progress_path: str,
@@ -119,8 +131,7 @@ def _child_parse(fmt: str, root: str, fingerprint, cache_root: str | None, progr
         except OSError:
             pass
 
-    if os.path.exists(crash_marker(root)):  # tests: simulate the OOM killer
-        os._exit(137)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)     # a Ctrl-C is the parent's to handle
     prof = loaders.load(fmt, root, progress=progress)
     if cache_root is not None:
         cache = ProfileCache(cache_root)
@@ -134,6 +145,9 @@ def _child_parse(fmt: str, root: str, fingerprint, cache_root: str | None, progr
 def _scratch_dir() -> str:
     """A private folder for progress files and hand-offs: in memory (/dev/shm) when possible,
     where writing the columns and mapping them back costs less than pickling them through a pipe."""
+    where = os.environ.get("TB_COMPARE_SCRATCH_DIR")
+    if where:
+        return tempfile.mkdtemp(prefix="tbc-pool-", dir=where)
     try:
         return tempfile.mkdtemp(prefix="tbc-pool-", dir="/dev/shm")
     except OSError:
@@ -155,7 +169,10 @@ class ParsePool:
         self._pool: ProcessPoolExecutor | None = None
         self._lock = threading.Lock()
         self._progress_dir = _scratch_dir()
+        self._aborted = False
+        self._killed: list[int] = []
         atexit.register(shutil.rmtree, self._progress_dir, True)
+        _LIVE.add(self)
 
     def _executor(self) -> ProcessPoolExecutor:
         with self._lock:
@@ -175,6 +192,36 @@ class ParsePool:
         instead of delaying the first parse.  Optional; ``parse`` starts it anyway."""
         self._executor()                # (starts the fork server, when there is one)
 
+    def abort(self) -> None:
+        """Kill the parser processes now; every ``parse`` under way raises, no new one starts.
+        Takes no lock (it runs in signal handlers, possibly while the lock is held)."""
+        self._aborted = True
+        ex = self._pool
+        procs = getattr(ex, "_processes", None) or {}
+        for pid in list(procs):
+            try:
+                os.kill(pid, signal.SIGKILL)
+                self._killed.append(pid)
+            except (OSError, TypeError):
+                pass
+
+    def _stopped(self, root: str, fingerprint) -> LoadError:
+        """After ``abort``: wait (briefly) until the killed children are gone, then delete the
+        half-written cache entry of ``fingerprint``."""
+        deadline = time.monotonic() + 5.0
+        for pid in self._killed:
+            while time.monotonic() < deadline:
+                try:
+                    os.kill(pid, 0)
+                except OSError:
+                    break
+                if _is_zombie(pid):
+                    break
+                time.sleep(0.01)
+        if self.cache is not None:
+            self.cache.discard(fingerprint, partial_only=True)
+        return LoadError(root, "stopped before this profile was read")
+
     def _reset(self) -> None:
         with self._lock:
             if self._pool is not None:
@@ -184,6 +231,8 @@ class ParsePool:
     def parse(self, fmt: str, root: str, fingerprint, progress=None, retries: int = 1):
         """Parse in a child and return the Profile (blocking; call it from a worker thread)."""
         cache_root = os.path.dirname(self.cache.root) if self.cache is not None else None
+        if self._aborted:
+            raise LoadError(root, "stopped before this profile was read")
         fd, ppath = tempfile.mkstemp(dir=self._progress_dir)
         os.close(fd)
         try:
@@ -193,6 +242,8 @@ class ParsePool:
                                               self._progress_dir)
                 while True:
                     try:
+                        if self._aborted:
+                            raise self._stopped(root, fingerprint)
                         kind, prof = fut.result(timeout=0.25)
                         break
                     except TimeoutError:
@@ -203,7 +254,11 @@ class ParsePool:
                             except (OSError, ValueError):
                                 pass
                     except BrokenProcessPool:
+                        if self._aborted:
+                            raise self._stopped(root, fingerprint) from None
                         self._reset()
+                        if self.cache is not None:        # what the dead child left half-written
+                            self.cache.discard(fingerprint, partial_only=True)
                         if attempt < retries:
                             log.warning("profile_compare: parser process for %s died; retrying", root)
                             kind = None
@@ -244,3 +299,13 @@ class ParsePool:
     def shutdown(self) -> None:
         self._reset()
         shutil.rmtree(self._progress_dir, ignore_errors=True)
+        _LIVE.discard(self)
+
+
+def _is_zombie(pid: int) -> bool:
+    """A killed child its parent (the fork server) has not reaped yet: it writes nothing more."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[0] == b"Z"
+    except (OSError, IndexError):
+        return False

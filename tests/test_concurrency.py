@@ -13,7 +13,6 @@ import pytest
 
 from tb_compare_plugin import comparison
 from tb_compare_plugin.formats import registry
-from tb_compare_plugin.parsepool import crash_marker
 
 from conftest import SAMPLES
 from test_plugin_routes import PREFIX, make_client
@@ -83,23 +82,56 @@ def test_fifty_identical_requests_one_computation(fresh_cache, monkeypatch):
 
 
 def test_dead_parser_is_reported(tmp_path, monkeypatch):
+    """A parser process killed from outside (as the OOM killer would), twice: the worker answers
+    422 in plain words, the plugin keeps serving, and the user's next load parses again."""
+    import multiprocessing
+    import signal
+    import zlib
     monkeypatch.setenv("TB_COMPARE_CACHE_DIR", str(tmp_path / "cache"))
-    c = make_client(SAMPLES)
+    logdir = tmp_path / "logdir"
+    (logdir / "run").mkdir(parents=True)
+    evs = json.loads((SAMPLES / "baseline_gpu" / "worker0.pt.trace.json").read_text())["traceEvents"]
+    body = json.dumps(evs)[1:-1].encode()          # repeated until a parse takes a while
+    z = zlib.compressobj(1, zlib.DEFLATED, 31)
+    with open(logdir / "run" / "worker0.pt.trace.json.gz", "wb") as f:
+        f.write(z.compress(b'{"traceEvents": [' + body))
+        for _ in range(150):
+            f.write(z.compress(b"," + body))
+        f.write(z.compress(b"]}") + z.flush())
+    c = make_client(logdir)
     runs = json.loads(c.get(PREFIX + "/runs").get_data())
-    root = [w for r in runs["runs"] for w in r["workers"] if w["id"] == "target_npu_v2/rank0_ascend_pt"]
-    assert root
-    marker = crash_marker(str(SAMPLES / "target_npu_v2" / "rank0_ascend_pt"))
-    open(marker, "w").close()
+    assert [w["id"] for r in runs["runs"] for w in r["workers"]] == ["run/worker0"]
+    stop, killed = threading.Event(), set()
+
+    def killer():
+        while not stop.is_set():
+            for p in multiprocessing.active_children():
+                if p.pid not in killed:
+                    try:
+                        os.kill(p.pid, signal.SIGKILL)
+                        killed.add(p.pid)
+                    except OSError:
+                        pass
+            time.sleep(0.005)
+    t = threading.Thread(target=killer)
+    t.start()
     try:
-        r = c.post(PREFIX + "/worker", data=json.dumps({"id": "target_npu_v2/rank0_ascend_pt"}),
-                   content_type="application/json")
+        c.post(PREFIX + "/load", data=json.dumps({"workers": ["run/worker0"]}), content_type="application/json")
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            r = c.post(PREFIX + "/worker", data=json.dumps({"id": "run/worker0"}), content_type="application/json")
+            if r.status_code != 202:
+                break
+            time.sleep(0.2)
     finally:
-        os.unlink(marker)
+        stop.set()
+        t.join()
     assert r.status_code == 422, r.get_data()
     assert "parser process died" in json.loads(r.get_data())["error"]
+    assert len(killed) == 2                     # the first attempt and its one retry
     assert c.get(PREFIX + "/runs").status_code == 200
     # retried on the user's next explicit load
-    r = c.post(PREFIX + "/load", data=json.dumps({"workers": ["target_npu_v2/rank0_ascend_pt"]}),
+    r = c.post(PREFIX + "/load", data=json.dumps({"workers": ["run/worker0"]}),
                content_type="application/json")
     assert r.status_code == 200
 

@@ -148,3 +148,84 @@ def test_cli_max_expanded_mb(tmp_path):
     assert len(err.splitlines()) == 1 and "w.pt.trace.json.gz" in err and "limit of 2 MB" in err, err
     assert tbc(f, f, "--max-expanded-mb", "0").returncode == 1
     assert tbc(f, f, "--max-expanded-mb", "8", "--no-cache", "-q").returncode == 0
+
+
+# -- stopped by a signal ---------------------------------------------------------------------
+import glob  # noqa: E402
+import signal  # noqa: E402
+import time  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def big_trace(tmp_path_factory):
+    """A real trace (the sample's events, repeated) big enough to take seconds to parse."""
+    a, b = _event_halves()
+    body = a + b"," + b
+    path = tmp_path_factory.mktemp("big") / "big.pt.trace.json.gz"
+    _write(path, [b'{"traceEvents": [', body] + [b"," + body] * 300 + [b"]}"], True)
+    return path
+
+
+def _descendants(pid: int) -> set[int]:
+    parent = {}
+    for stat in glob.glob("/proc/[0-9]*/stat"):
+        try:
+            with open(stat, "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+            parent[int(stat.split("/")[2])] = int(fields[1])
+        except (OSError, IndexError, ValueError):
+            continue
+    out, todo = set(), [pid]
+    while todo:
+        p = todo.pop()
+        kids = [c for c, pp in parent.items() if pp == p]
+        out.update(kids)
+        todo.extend(kids)
+    return out
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_cli_stopped_mid_parse_leaves_nothing_behind(tmp_path, big_trace, sig):
+    scratch, cache = tmp_path / "shm", tmp_path / "cache"
+    scratch.mkdir()
+    env = {**os.environ, "TB_COMPARE_CACHE_DIR": str(cache), "TB_COMPARE_SCRATCH_DIR": str(scratch)}
+    p = subprocess.Popen([sys.executable, "-m", "tb_compare_plugin.cli", str(big_trace), str(big_trace),
+                          "--no-progress", "-q"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    try:
+        deadline = time.monotonic() + 120
+        started = False
+        while not started and time.monotonic() < deadline and p.poll() is None:
+            for f in glob.glob(str(scratch / "tbc-pool-*" / "*")):
+                try:
+                    started |= float(open(f).read() or 0) > 0.01
+                except (OSError, ValueError):
+                    pass
+            time.sleep(0.05)
+        assert started, "the parse never started"
+        kids = _descendants(p.pid)
+        assert kids
+        p.send_signal(sig)
+        out, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode == 128 + sig, err
+    lines = err.decode().strip().splitlines()
+    assert lines == [f"tb-compare: interrupted ({sig.name})"], err.decode()
+    deadline = time.monotonic() + 10
+    while any(_alive(k) for k in kids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not [k for k in kids if _alive(k)], "parser processes outlived the CLI"
+    assert os.listdir(scratch) == []
+    for dirpath, dirs, files in os.walk(cache):
+        assert not [d for d in dirs if d.startswith(".")], (dirpath, dirs)     # half-written entries
+        if os.path.basename(dirpath) not in ("json",) and files and os.path.dirname(dirpath) != str(cache):
+            assert "meta.json" in files, dirpath
