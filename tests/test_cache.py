@@ -120,7 +120,7 @@ def test_parse_pool_and_dead_child(tmp_path):
         import threading
         t = threading.Thread(target=parse)
         t.start()
-        assert _kill_children_while(t.is_alive) == 2
+        assert _kill_children_while(t.is_alive) >= 2         # (a parse of an earlier test may die too)
         t.join()
         assert "parser process died" in out["error"] and "stuck.pt.trace.json" in out["error"]
         assert not os.path.exists(half)                 # the dead child's half-written entry is gone
