@@ -13,6 +13,7 @@ Tests run in file order and share one page (`tab`)."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import time
 
@@ -666,6 +667,39 @@ def test_top_pair_opens_once_the_first_scan_ends(browser, tb):
     assert t.select_value("base-worker") == BASE and t.select_value("target-worker") == TARGET
     assert t.console.errors() == []
     page.close()
+
+
+# -- an analysis added on the server alone gets a tab ------------------------------------------
+
+def test_analysis_registered_on_the_server_alone_gets_a_tab(browser):
+    """tests/toy_analysis.py registered in the TensorBoard process (TB_COMPARE_ANALYSES) and
+    nothing else: the tab lists it from the `analyses` route as a view after the built-in
+    ones, a link naming it opens it, and its table pages from `compare/<name>`."""
+    import toy_analysis
+    tests = str(ROOT / "tests")
+    path = os.pathsep.join(p for p in (tests, os.environ.get("PYTHONPATH")) if p)
+    with TensorBoard(SAMPLES, env={"TB_COMPARE_ANALYSES": "toy_analysis", "PYTHONPATH": path}) as server:
+        page = browser.new_page(viewport={"width": 1280, "height": 800})
+        t = Tab(page, server.url)
+        t.open(pair_hash(view=toy_analysis.NAME))
+        f = t.f
+        button = f.locator(f'button.tab[data-view="{toy_analysis.NAME}"]')
+        button.wait_for(timeout=20000)
+        assert button.inner_text().strip().lower() == toy_analysis.TOY.label.lower()
+        views = [b.get_attribute("data-view") for b in f.get_by_role("tab").all()]
+        # the built-in views first; operator_pairs, memory_peak and memory are shown inside theirs
+        assert views == ["overview", "operator", "module", "kernel", "api", "communication", "memory",
+                         toy_analysis.NAME], views
+        assert button.get_attribute("aria-selected") == "true"
+        table = f"{CONTENT} .paged table"
+        f.locator(table).wait_for(timeout=60000)
+        assert t.last_request(toy_analysis.NAME)
+        assert headers(t.frame, table)[:4] == ["Table", "Base Rows", "Target Rows", "Diff Rows"], headers(t.frame, table)
+        assert len(t.rows(table)) > 3
+        assert hash_params(page).get(P + "v") == toy_analysis.NAME
+        shoot(page, ART / "toy_analysis_tab.png", full=False)
+        assert t.console.errors() == []
+        page.close()
 
 
 # -- VSCode-like embedding ---------------------------------------------------------------------

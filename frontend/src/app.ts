@@ -12,7 +12,8 @@ import {Settings} from "./settings";
 import {currentHash, defaultQuery, hashMatches, hashTab, PLUGIN, type SideSel, type State, stateFromHash,
         type TableQuery, type ViewName, watchHash, writeHash} from "./state";
 import {connectHost} from "./tbhost";
-import type {Env, RunsResponse, Worker} from "./types";
+import type {AnalysisInfo, Env, RunsResponse, Worker} from "./types";
+import {registerAnalyses} from "./viewlist";
 import {failure, progressBox} from "./views";
 import {framedCrossOrigin, Workbook} from "./workbook";
 
@@ -52,8 +53,25 @@ export class App {
     watchHash((hash) => this.onHash(hash));
     window.setInterval(() => this.keepHash(), 1000);
     connectHost(() => void this.reload());
-    await this.refreshRuns();
+    await Promise.all([this.refreshRuns(), this.loadAnalyses()]);
     this.show(true);
+  }
+
+  /** Tabs for the server's analyses that no view shows (an older server without the route: none). */
+  private async loadAnalyses(): Promise<void> {
+    let list: AnalysisInfo[] = [];
+    try {
+      const r = await getJSON<{analyses?: AnalysisInfo[]}>("analyses");
+      if (!isLoading(r) && Array.isArray(r?.analyses)) list = r.analyses;
+    } catch {
+      return;
+    }
+    if (!registerAnalyses(list)) return;
+    const named = stateFromHash(currentHash());        // the URL may name one of the new views
+    if (named.view !== this.st.view && viewDef(named.view)) {
+      this.st = {...this.st, view: named.view, tables: {...named.tables, ...this.st.tables}};
+    }
+    this.drawTabs();
   }
 
   /** Used by tests and the reload channel: refetch runs and the current view. */
@@ -163,13 +181,9 @@ export class App {
   // -- tabs ----------------------------------------------------------------------------
   private drawTabs(): void {
     const avail = this.available();
-    const names = views().map((d) => d.name);
     if (!this.tabs.childElementCount) {
-      this.tabs.append(...views().map((d) => h("button", {
-        class: "tab", type: "button", role: "tab", id: `tab-${d.name}`, "data-view": d.name, "aria-controls": "pc-content",
-        onClick: () => this.set({view: d.name}),
-      }, d.label)));
       this.tabs.addEventListener("keydown", (ev: KeyboardEvent) => {
+        const names = views().map((d) => d.name);
         const i = names.indexOf(this.st.view), n = names.length;
         const j = ev.key === "ArrowRight" ? (i + 1) % n : ev.key === "ArrowLeft" ? (i + n - 1) % n
           : ev.key === "Home" ? 0 : ev.key === "End" ? n - 1 : -1;
@@ -177,6 +191,12 @@ export class App {
         ev.preventDefault();
         this.openView(names[j]);
       });
+    }
+    if (this.tabs.childElementCount !== views().length) {     // first draw, or views registered since
+      replace(this.tabs, ...views().map((d) => h("button", {
+        class: "tab", type: "button", role: "tab", id: `tab-${d.name}`, "data-view": d.name, "aria-controls": "pc-content",
+        onClick: () => this.set({view: d.name}),
+      }, d.label)));
     }
     for (const b of Array.from(this.tabs.children) as HTMLElement[]) {
       const v = b.dataset.view as ViewName;

@@ -1,5 +1,4 @@
 /** Entry point loaded by TensorBoard's plugin_entry.html: `import("./static/index.js").then(m => m.render())`. */
-import "./viewlist";
 import {App} from "./app";
 import {injectStyles} from "./styles";
 

@@ -102,4 +102,5 @@ async function renderMemoryView(host: HTMLElement, ctx: ViewCtx): Promise<void> 
   }
 }
 
-export const memoryView: ViewDef = {name: "memory", label: "Memory", needs: ["memory"], render: renderMemoryView};
+export const memoryView: ViewDef = {name: "memory", label: "Memory", needs: ["memory"], shows: ["memory", "memory_peak"],
+                                    render: renderMemoryView};

@@ -42,6 +42,8 @@ export interface ViewDef {
   needsBoth?: boolean;
   /** Rows per page when the user has not chosen. */
   limit?: number;
+  /** The server's analyses (`compare/<name>` routes) this view shows; by default its own name. */
+  shows?: readonly string[];
   /** Beyond pair, view and settings: what makes the view draw anew when it changes. */
   renderKey?(ctx: Pick<ViewCtx, "query" | "perStep">): unknown;
   render(host: HTMLElement, ctx: ViewCtx): Promise<void>;
@@ -65,6 +67,11 @@ export function viewDef(name: string | null | undefined): ViewDef | undefined {
 
 export function viewLabel(name: string): string {
   return viewDef(name)?.label ?? name;
+}
+
+/** Whether some registered view shows the server's analysis `name`. */
+export function analysisShown(name: string): boolean {
+  return defs.some((d) => (d.shows ?? [d.name]).includes(name));
 }
 
 /** The first registered view: the one shown when the URL names none. */

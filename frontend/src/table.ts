@@ -160,7 +160,7 @@ export function pagedTable(opts: PagedTableOpts, first: TablePage): HTMLElement 
   });
   const dl = opts.diffLabel || "diff";
   const minDiff = h("input", {type: "number", min: "0", step: "any", value: q.minDiff, placeholder: "0",
-                              "aria-label": `Minimum absolute difference (${opts.diffUnit})`,
+                              "aria-label": `Minimum absolute difference${opts.diffUnit ? ` (${opts.diffUnit})` : ""}`,
                               title: `Only rows whose |${dl}| is at least this`, style: {width: "100px"}});
   minDiff.addEventListener("change", () => setQ({minDiff: minDiff.value.trim()}));
   const size = h("select", {"aria-label": "Rows per page"}) as HTMLSelectElement;
@@ -176,7 +176,7 @@ export function pagedTable(opts: PagedTableOpts, first: TablePage): HTMLElement 
   const toolbar = h("div", {class: "toolbar"}, opts.extra ?? null,
     h("label", {class: "field", for: searchId}, h("span", {class: "field-label"}, "Search"), search),
     h("label", {class: "field"}, h("span", {class: "field-label"}, `Min |${dl}| `,
-                                   h("span", {class: "unit"}, `(${opts.diffUnit})`)), minDiff),
+                                   opts.diffUnit ? h("span", {class: "unit"}, `(${opts.diffUnit})`) : null), minDiff),
     h("label", {class: "field"}, h("span", {class: "field-label"}, "Show"), size),
     resetSort, treeTools, h("div", {class: "grow"}),
     h("div", {class: "pager"}, firstBtn, prev, pageLabel, next));

@@ -10,6 +10,7 @@ import {showTable} from "./views";
 
 interface TableViewOpts {
   needs?: readonly string[];
+  shows?: readonly string[];
   needsBoth?: boolean;
   limit?: number;
   tree?: boolean;
@@ -24,7 +25,7 @@ interface TableViewOpts {
 
 export function tableView(name: string, label: string, o: TableViewOpts = {}): ViewDef {
   return {
-    name, label, needs: o.needs, needsBoth: o.needsBoth, limit: o.limit, renderKey: o.renderKey,
+    name, label, needs: o.needs, needsBoth: o.needsBoth, limit: o.limit, shows: o.shows, renderKey: o.renderKey,
     async render(host, ctx) {
       const title = o.title?.(ctx) ?? `${label} comparison`;
       await showTable(host, {route: o.route?.(ctx) ?? name, label: title, what: `The ${title}`, tree: !!o.tree,
@@ -49,6 +50,7 @@ function operatorModes(ctx: ViewCtx): HTMLElement {
 }
 
 export const operatorView = tableView("operator", "Operator", {
+  shows: ["operator", "operator_pairs"],
   route: (ctx) => (perInstance(ctx) ? "operator_pairs" : "operator"),
   title: (ctx) => (perInstance(ctx) ? "Operator comparison, per instance" : "Operator comparison"),
   extra: operatorModes,

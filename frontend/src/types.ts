@@ -44,6 +44,16 @@ export interface RunsResponse {
   env?: Env;
 }
 
+/** One entry of the `analyses` route: an analysis the server's registry can page as `compare/<name>`. */
+export interface AnalysisInfo {
+  name: string;
+  label?: string;
+  description?: string;
+  needs?: string[];
+  outputs?: string[];
+  tree?: boolean;
+}
+
 export interface SideFigure {
   duration_ms?: number | null;
   count?: number | null;

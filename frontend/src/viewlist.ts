@@ -1,12 +1,15 @@
 /**
  * The tab's views, in tab order: one registration line per view. A new view is its own
- * module exporting a `ViewDef` (registry.ts) plus one line here.
+ * module exporting a `ViewDef` (registry.ts) plus one line here. After them, every analysis
+ * of the server's registry (the `analyses` route) that no view shows gets a table view of its
+ * own, so an analysis added on the server alone appears as a tab.
  */
 import {communicationView} from "./commview";
 import {memoryView} from "./memview";
 import {overviewView} from "./overviewview";
-import {registerView} from "./registry";
-import {apiView, kernelView, moduleView, operatorView} from "./tableviews";
+import {analysisShown, registerView} from "./registry";
+import {apiView, kernelView, moduleView, operatorView, tableView} from "./tableviews";
+import type {AnalysisInfo} from "./types";
 
 registerView(overviewView);
 registerView(operatorView);
@@ -15,3 +18,16 @@ registerView(kernelView);
 registerView(apiView);
 registerView(communicationView);
 registerView(memoryView);
+
+/** Register a table view for each listed analysis with a route that no view shows yet; true if any was added. */
+export function registerAnalyses(list: readonly AnalysisInfo[]): boolean {
+  let added = false;
+  for (const a of list) {
+    if (!a || typeof a.name !== "string" || !/^[a-z0-9_]+$/.test(a.name)) continue;
+    if (Array.isArray(a.outputs) && !a.outputs.includes("route")) continue;
+    if (analysisShown(a.name)) continue;
+    registerView(tableView(a.name, a.label || a.name, {needs: Array.isArray(a.needs) ? a.needs : [], tree: !!a.tree}));
+    added = true;
+  }
+  return added;
+}
