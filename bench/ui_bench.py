@@ -9,9 +9,10 @@ parses the pair (POST compare/overall; timed as "first open").  Then, per repeat
 TensorBoard process (empty memory, warm disk cache) is started and timed twice:
 
 * ``overview_json``: POST compare/overall until the JSON arrives (what the tab asks first);
-* ``tab``: in headless Chromium, the tab is open with its picker shown; timed from picking
-  the baseline run until the overview's metric table is rendered (a second fresh process,
-  so the JSON is not in its memory either).
+* ``tab``: in headless Chromium, the tab is open with the baseline chosen in its URL (so it
+  does not open the suggested pair by itself); timed from picking the target run until the
+  overview's metric table is rendered (a second fresh process, so the JSON is not in its
+  memory either).
 
 Chromium is /usr/bin/chromium driven by Playwright (installed by scripts/test.sh).
 """
@@ -24,6 +25,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from urllib.parse import quote
 
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -79,15 +81,14 @@ def post_overall(tb: TensorBoard, ids: dict) -> float:
     return took
 
 
-def time_tab(tb: TensorBoard, browser) -> float:
+def time_tab(tb: TensorBoard, browser, ids: dict) -> float:
     page = browser.new_page(viewport={"width": 1280, "height": 800})
     try:
-        page.goto(tb.url + "/#profile_compare")
+        page.goto(tb.url + "/#profile_compare&p.profile_compare.b=" + quote(ids["baseline"], safe="/"))
         f = page.frame_locator(IFRAME)
-        f.locator('select[data-role="base-run"]').wait_for(timeout=60000)
-        f.locator('select[data-role="base-run"] option[value="baseline"]').wait_for(state="attached", timeout=60000)
+        f.locator('select[data-role="target-run"]').wait_for(timeout=60000)
+        f.locator('select[data-role="target-run"] option[value="target"]').wait_for(state="attached", timeout=60000)
         t = time.perf_counter()
-        f.locator('select[data-role="base-run"]').select_option("baseline")
         f.locator('select[data-role="target-run"]').select_option("target")
         f.locator("table.metrics").first.wait_for(timeout=120000)
         return time.perf_counter() - t
@@ -119,8 +120,7 @@ def main(argv=None) -> int:
                 with TensorBoard(logdir, env=env) as tb:
                     json_t.append(post_overall(tb, worker_ids(tb)))
                 with TensorBoard(logdir, env=env) as tb:
-                    worker_ids(tb)
-                    tab_t.append(time_tab(tb, browser))
+                    tab_t.append(time_tab(tb, browser, worker_ids(tb)))
                 _log(f"repeat {i + 1}: overview JSON {json_t[-1]:.2f} s, tab rendered {tab_t[-1]:.2f} s")
             browser.close()
     out = {"pair": args.pair, "first_open_s": first, "overview_json_s": json_t, "tab_s": tab_t,
