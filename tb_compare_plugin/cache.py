@@ -6,9 +6,16 @@ temporary folder and renamed into place, so a reader never sees half an entry an
 TensorBoard processes sharing the cache at most compute the same entry twice.  Columns are
 loaded with ``mmap_mode="r"``: reopening a 1 GB trace's profile takes well under a second.
 
-The key is a hash of the worker's format, root and every file's (path, size, mtime), plus the
-cache format version and the package version, so a changed file or a new loader never serves a
-stale entry.  Total size is bounded; least recently used entries are evicted.
+The key of a profile is a hash of the worker's format, root and every file's (path, size,
+mtime), plus :func:`code_hash` ``("profile")``: a hash of the source of everything that shapes a
+Profile (``loaders/``, ``model/``, ``formats/``, this module), so a changed file or changed loader
+code never serves a stale entry, whatever the version number says.  Small JSON results (a
+finished overview) are keyed by :func:`code_hash` ``("results")`` as well: the profile code plus
+``engines/``, ``analyses/``, ``presenters/``, ``comparison.py`` and ``service/``.  Each hash is
+computed once per process from the installed package's ``.py`` files (a few ms).
+
+Total size (profile entries and JSON results together) is bounded; least recently used entries
+are evicted, and so are temporary folders and files a killed writer left (after an hour).
 
 Location: ``$TB_COMPARE_CACHE_DIR``, else ``$XDG_CACHE_HOME/tb-compare``, else
 ``~/.cache/tb-compare``.  ``TB_COMPARE_CACHE=0`` disables it; ``TB_COMPARE_CACHE_MAX_MB`` sets the
@@ -48,8 +55,53 @@ def enabled() -> bool:
     return os.environ.get("TB_COMPARE_CACHE", "1").lower() not in ("0", "false", "no", "off")
 
 
-def key_of(fingerprint) -> str:
-    raw = json.dumps([FORMAT_VERSION, __version__, fingerprint], sort_keys=True, default=str)
+PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+# what shapes a Profile, and what (on top of that) shapes a result: folders and modules of the package
+CODE = {"profile": ("loaders", "model", "formats", "cache.py"),
+        "results": ("loaders", "model", "formats", "cache.py", "engines", "analyses", "presenters",
+                    "comparison.py", "service")}
+STALE_TEMP_SECONDS = 3600       # a temporary entry this old belongs to a writer that was killed
+
+
+def hash_sources(base: str, parts) -> str:
+    """A hash of every ``.py`` file under ``base``'s ``parts`` (folders or files): relative
+    path and content, in a fixed order.  Other files (data, ``__pycache__``) do not count."""
+    files = []
+    for part in parts:
+        p = os.path.join(base, part)
+        if os.path.isfile(p):
+            files.append(p)
+            continue
+        for dirpath, dirs, names in os.walk(p):
+            dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+            files.extend(os.path.join(dirpath, n) for n in names if n.endswith(".py"))
+    h = hashlib.sha256()
+    for f in sorted(files):
+        h.update(os.path.relpath(f, base).replace(os.sep, "/").encode("utf-8") + b"\0")
+        try:
+            with open(f, "rb") as fh:
+                h.update(hashlib.sha256(fh.read()).digest())
+        except OSError:
+            h.update(b"?")
+    return h.hexdigest()[:16]
+
+
+_CODE_HASHES: dict = {}
+
+
+def code_hash(kind: str = "profile") -> str:
+    """The hash of the code that makes a ``kind`` entry ("profile" or "results"), once per process;
+    without any source file (a package shipped without ``.py`` files), the package version."""
+    got = _CODE_HASHES.get(kind)
+    if got is None:
+        got = hash_sources(PACKAGE_DIR, CODE[kind]) if any(
+            os.path.exists(os.path.join(PACKAGE_DIR, p)) for p in CODE[kind]) else __version__
+        _CODE_HASHES[kind] = got
+    return got
+
+
+def key_of(fingerprint, kind: str = "profile") -> str:
+    raw = json.dumps([FORMAT_VERSION, code_hash(kind), fingerprint], sort_keys=True, default=str)
     return hashlib.sha256(raw.encode("utf-8")).hexdigest()[:32]
 
 
@@ -134,8 +186,8 @@ class ProfileCache:
             with open(os.path.join(tmp, "symbols.json"), "wb") as f:
                 f.write(msgspec.json.encode(profile.symbols.to_list()))
             with open(os.path.join(tmp, "meta.json"), "w", encoding="utf-8") as f:
-                json.dump({"tables": cols, "meta": profile.meta.to_dict(), "created": time.time()}, f,
-                          default=str)
+                json.dump({"tables": cols, "meta": profile.meta.to_dict(), "created": time.time(),
+                           "code": code_hash("profile")}, f, default=str)
             try:
                 os.rename(tmp, final)
             except OSError:  # another process won the race: keep theirs
@@ -149,7 +201,7 @@ class ProfileCache:
 
     # -- small JSON results (e.g. a finished overview) -------------------------------------------
     def get_json(self, key_parts):
-        path = os.path.join(self.root, "json", key_of(key_parts) + ".json")
+        path = os.path.join(self.root, "json", key_of(key_parts, "results") + ".json")
         try:
             with open(path, "r", encoding="utf-8") as f:
                 out = json.load(f)
@@ -165,9 +217,11 @@ class ProfileCache:
             fd, tmp = tempfile.mkstemp(prefix=".tmp", dir=folder)
             with os.fdopen(fd, "w", encoding="utf-8") as f:
                 json.dump(obj, f)
-            os.replace(tmp, os.path.join(folder, key_of(key_parts) + ".json"))
+            os.replace(tmp, os.path.join(folder, key_of(key_parts, "results") + ".json"))
         except (OSError, TypeError, ValueError) as e:
             log.warning("profile_compare: could not cache a result: %s", e)
+            return
+        self.evict()
 
     # -- bound ---------------------------------------------------------------------------------
     @staticmethod
@@ -195,11 +249,54 @@ class ProfileCache:
                 continue
         return out
 
+    def json_entries(self) -> list[tuple[float, int, str]]:
+        """(last use, bytes, path) of every stored JSON result."""
+        out = []
+        try:
+            scan = list(os.scandir(os.path.join(self.root, "json")))
+        except OSError:
+            return out
+        for e in scan:
+            if e.name.endswith(".json") and not e.name.startswith("."):
+                try:
+                    st = e.stat()
+                    out.append((st.st_mtime, st.st_size, e.path))
+                except OSError:
+                    continue
+        return out
+
+    def _drop_stale_temps(self) -> None:
+        """Temporary folders / files of writers killed mid-write (older than an hour)."""
+        old = time.time() - STALE_TEMP_SECONDS
+        for folder in (self.root, os.path.join(self.root, "json")):
+            try:
+                scan = list(os.scandir(folder))
+            except OSError:
+                continue
+            for e in scan:
+                try:
+                    if e.name.startswith(".") and e.stat(follow_symlinks=False).st_mtime < old:
+                        if e.is_dir(follow_symlinks=False):
+                            shutil.rmtree(e.path, ignore_errors=True)
+                        else:
+                            os.unlink(e.path)
+                except OSError:
+                    continue
+
     def evict(self) -> None:
-        ents = sorted(self.entries())
+        """Keep profile entries and JSON results together under ``max_bytes``, least recently
+        used first out."""
+        self._drop_stale_temps()
+        ents = sorted(self.entries() + self.json_entries())
         total = sum(e[1] for e in ents)
         for _, size, path in ents:
             if total <= self.max_bytes:
                 break
-            shutil.rmtree(path, ignore_errors=True)
+            if os.path.isdir(path):
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                try:
+                    os.unlink(path)
+                except OSError:
+                    pass
             total -= size

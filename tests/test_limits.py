@@ -230,3 +230,70 @@ def test_cli_stopped_mid_parse_leaves_nothing_behind(tmp_path, big_trace, sig):
         assert not [d for d in dirs if d.startswith(".")], (dirpath, dirs)     # half-written entries
         if os.path.basename(dirpath) not in ("json",) and files and os.path.dirname(dirpath) != str(cache):
             assert "meta.json" in files, dirpath
+
+
+# -- caches keyed by the code that made them ---------------------------------------------------
+from tb_compare_plugin import cache as cache_mod  # noqa: E402
+from tb_compare_plugin.cache import ProfileCache  # noqa: E402
+
+
+def test_changed_code_misses_the_profile_and_results_caches(tmp_path, monkeypatch):
+    prof = kineto_json.load(str(GPU_SAMPLE))
+    c = ProfileCache(str(tmp_path / "cache"))
+    fp = ("trace-json", str(GPU_SAMPLE), 1)
+    assert c.put(fp, prof)
+    c.put_json(["overall", "a", "b"], {"rows": [1, 2]})
+    assert c.get(fp) is not None and c.get_json(["overall", "a", "b"]) == {"rows": [1, 2]}
+    real = cache_mod.code_hash
+    monkeypatch.setattr(cache_mod, "code_hash", lambda kind="profile": real(kind) + "-new" if kind == "results" else real(kind))
+    assert c.get(fp) is not None                         # loader code unchanged: the profile still serves
+    assert c.get_json(["overall", "a", "b"]) is None     # engine/presenter code changed: the result does not
+    monkeypatch.setattr(cache_mod, "code_hash", lambda kind="profile": real(kind) + "-new")
+    assert not c.has(fp) and c.get(fp) is None           # loader code changed: neither serves
+
+
+def test_code_hash_follows_the_sources(tmp_path):
+    pkg = tmp_path / "pkg"
+    (pkg / "loaders" / "__pycache__").mkdir(parents=True)
+    (pkg / "loaders" / "a.py").write_text("x = 1\n")
+    (pkg / "cache.py").write_text("y = 2\n")
+    h = cache_mod.hash_sources(str(pkg), ("loaders", "cache.py"))
+    (pkg / "loaders" / "__pycache__" / "a.cpython-311.pyc").write_bytes(b"junk")
+    (pkg / "loaders" / "notes.txt").write_text("not code")
+    assert cache_mod.hash_sources(str(pkg), ("loaders", "cache.py")) == h
+    (pkg / "loaders" / "a.py").write_text("x = 2\n")
+    h2 = cache_mod.hash_sources(str(pkg), ("loaders", "cache.py"))
+    assert h2 != h
+    (pkg / "loaders" / "b.py").write_text("")
+    assert cache_mod.hash_sources(str(pkg), ("loaders", "cache.py")) != h2
+    # the real package: profiles and results hashed apart, once per process
+    assert cache_mod.code_hash("profile") != cache_mod.code_hash("results")
+    assert cache_mod.code_hash("results") == cache_mod.code_hash("results")
+
+
+def test_results_are_bounded_with_the_profiles(tmp_path):
+    c = ProfileCache(str(tmp_path / "cache"), max_bytes=50_000)
+    for i in range(40):
+        c.put_json(["overall", i], {"pad": "x" * 4000, "i": i})
+    kept = c.json_entries()
+    assert 0 < len(kept) <= 12
+    assert sum(size for _, size, _ in kept) <= 50_000
+    assert c.get_json(["overall", 39]) == {"pad": "x" * 4000, "i": 39}     # the newest stays
+    assert c.get_json(["overall", 0]) is None
+
+
+def test_stale_temporary_entries_are_removed(tmp_path):
+    c = ProfileCache(str(tmp_path / "cache"))
+    os.makedirs(os.path.join(c.root, "json"))
+    old_dir = os.path.join(c.root, ".abc.x1")
+    new_dir = os.path.join(c.root, ".abc.x2")
+    old_tmp = os.path.join(c.root, "json", ".tmpold")
+    for d in (old_dir, new_dir):
+        os.makedirs(d)
+    open(old_tmp, "w").close()
+    past = time.time() - 2 * cache_mod.STALE_TEMP_SECONDS
+    os.utime(old_dir, (past, past))
+    os.utime(old_tmp, (past, past))
+    c.put_json(["x"], {})
+    assert not os.path.exists(old_dir) and not os.path.exists(old_tmp)
+    assert os.path.exists(new_dir)            # a writer may still be at work on it
