@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 class WorkerSpec:
     run: str                    # run name, relative to the logdir ("." for the logdir itself)
     name: str                   # worker name, unique inside the run
-    format: str                 # trace-json | ascend-text | ascend-db | mindspore-text | mindspore-db
+    format: str                 # a format id of formats/registry.py (trace-json, ascend-text, ascend-db, ...)
     device: str                 # best guess before parsing: GPU | NPU | CPU
     framework: str              # PyTorch | MindSpore
     root: str                   # what the loader is given: trace file, *_ascend_pt folder, or .db

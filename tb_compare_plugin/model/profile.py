@@ -151,7 +151,8 @@ class ProfileMeta:
     """What kind of profile this is and how it was read."""
     device: str = "GPU"                 # "GPU" | "NPU" | "CPU"
     framework: str = "PyTorch"          # "PyTorch" | "MindSpore"
-    format: str = "trace-json"          # trace-json | ascend-text | ascend-db | mindspore-text | mindspore-db
+    format: str = "trace-json"          # a format id of formats/registry.py (trace-json, ascend-text,
+                                        # ascend-db, ...): presenters show it, engines never read it
     rank: int | None = None
     path: str = ""                      # the worker's root path (file or folder)
     files: list[str] = field(default_factory=list)   # every file actually read
