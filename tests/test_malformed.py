@@ -1,4 +1,4 @@
-"""Malformed input, through the paths users hit: every case (tests/malformed_cases.py) is
+"""Malformed input, through the paths users hit: every case (tests/malformed/, one module per format) is
 discovered (``find_runs``) and loaded (``service.loading.load_profile``) in-process, and must end in exactly
 one of two outcomes:
 
@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 
 from conftest import CORPUS, ROOT
-import malformed_cases as mc
+import malformed as mc
 
 from tb_compare_plugin.comparison import Comparison
 from tb_compare_plugin.discovery import find_runs

@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from conftest import CORPUS
-import malformed_cases as mc
+import malformed as mc
 
 from tb_compare_plugin import loaders
 from tb_compare_plugin.discovery import find_runs

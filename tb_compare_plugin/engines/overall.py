@@ -357,7 +357,8 @@ def compare_overall(base, target, base_step: int | None = None, target_step: int
         notes.append(f"Figures are per step: baseline divided by {b.steps_count}, target by {t.steps_count}."
                      if not unmarked else
                      "Figures are per step where a side has step markers: " + ", ".join(
-                         f"{who} {'not divided (no step markers)' if not s.steps_marked else f'divided by {s.steps_count}'}"
+                         f"{who} " + (f"divided by {s.steps_count}" if s.steps_marked else
+                                      "not divided (no step markers)")
                          for who, s in (("baseline", b), ("target", t))) + ".")
     elif differ:
         notes.append(f"Raw figures: the two sides cover different numbers of steps "
