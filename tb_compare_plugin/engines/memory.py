@@ -12,7 +12,7 @@ memory rows line up with OperatorCompare rows one for one.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -141,11 +141,16 @@ def placed_op_rows(profile, tree=None, node: np.ndarray | None = None) -> np.nda
 
 # ----------------------------------------------------------------------------- per top-layer op
 
+ALLOC_COLS = ["slot", "name", "alloc_ns", "release_ns", "duration_ns", "size_kb"]
+
+
 def op_memory(profile, tree=None, step: int | None = None, details: bool = True,
-              top: np.ndarray | None = None) -> pd.DataFrame:
-    """One row per top-layer node (``top``, default ``tree.top_layer(step)``): op (row in ops),
-    node, name, input shape/type, tid, start_ns, size_kb, duration_ms (Σ release − alloc),
-    n_allocs, details (the reference's Allocated Details text), all over the node's subtree."""
+              top: np.ndarray | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(per op, allocations).  Per op: one row per top-layer node (``top``, default
+    ``tree.top_layer(step)``): op (row in ops), node, name, input shape/type, tid, start_ns,
+    size_kb, duration_ms (Σ release − alloc), n_allocs, all over the node's subtree.
+    Allocations (``details``; else empty): every allocation credited to a row, in the reference's
+    listing order (:func:`allocations`), with ``slot`` its row in the first frame."""
     tree = tree if tree is not None else op_tree(profile)
     top = np.asarray(tree.top_layer(step) if top is None else top, dtype=np.int64)
     ops = profile.ops
@@ -153,7 +158,7 @@ def op_memory(profile, tree=None, step: int | None = None, details: bool = True,
     n = len(top)
     size, dur = np.zeros(n), np.zeros(n)
     cnt = np.zeros(n, np.int64)
-    text = [""] * n
+    listing = pd.DataFrame({c: [] for c in ALLOC_COLS})
     ma = profile.mem_allocs
     if len(ma) and n:
         pl = place_records(profile, tree)
@@ -169,7 +174,7 @@ def op_memory(profile, tree=None, step: int | None = None, details: bool = True,
         np.add.at(dur, ti[sel], d / 1e6)
         np.add.at(cnt, ti[sel], 1)
         if details and len(sel):
-            text = _details(profile, tree, sel, node[sel], ti[sel], pl["t_ns"].to_numpy()[sel], b, a, r, d, n)
+            listing = allocations(profile, tree, sel, node[sel], ti[sel], pl["t_ns"].to_numpy()[sel], b, a, r, d)
     rows = tree.op_rows[top] if n else np.zeros(0, np.int64)
     shapes = ops["input_shapes"].to_numpy()[rows] if n else np.zeros(0, np.int32)
     types = ops["input_types"].to_numpy()[rows] if n else np.zeros(0, np.int32)
@@ -182,51 +187,23 @@ def op_memory(profile, tree=None, step: int | None = None, details: bool = True,
         else np.zeros(0, object),
         "tid": tree.tid[top] if n else np.zeros(0, np.int64),
         "start_ns": tree.start[top] if n else np.zeros(0, np.int64),
-        "size_kb": size, "duration_ms": dur, "n_allocs": cnt, "details": text})
+        "size_kb": size, "duration_ms": dur, "n_allocs": cnt}), listing
 
 
-def _us_texts(ns: np.ndarray, style: str) -> list[str]:
-    """Timestamps (ns) as the reference prints them, by how the source wrote them
-    (``meta.us_text``): "fixed3" the CSV's µs string ``123.456``; "trim" the trace's, ``123``
-    when whole; "float" ns / 1000 as a float (DB)."""
-    if style == "float":
-        return [repr(x / 1000) for x in ns.tolist()]       # int / int: correctly rounded
-    q, m = (ns // 1000).tolist(), (ns % 1000).tolist()     # floor division, as Python's
-    if style == "trim":
-        return [f"{a}.{b:03d}" if b else str(a) for a, b in zip(q, m)]
-    return [f"{a}.{b:03d}" for a, b in zip(q, m)]
-
-
-def _float_texts(v: np.ndarray) -> list[str]:
-    """``str(float(x))`` of each value, formatted once per distinct value (sizes and durations
-    repeat a lot).  Values come from integers, so there is no NaN and no -0.0 to tell apart."""
-    u, inv = np.unique(np.asarray(v, dtype=np.float64), return_inverse=True)
-    return np.array([repr(x) for x in u.tolist()], dtype=object)[inv.reshape(-1)].tolist()
-
-
-def _details(profile, tree, sel, node, top, t_ns, kb, a, r, d, n) -> list[str]:
-    """Allocated Details per top-layer op: one line per allocation, nodes breadth-first, each
-    node's allocations in placement-time order (the reference's listing order)."""
+def allocations(profile, tree, sel, node, top, t_ns, kb, a, r, d) -> pd.DataFrame:
+    """The allocations behind each top-layer op (MemoryCompare's Allocated Details, whose text
+    ``presenters.reference_rows`` writes): nodes breadth-first, each node's allocations in
+    placement-time order (the reference's listing order); the name shown is the ``cann::`` row's
+    own, else the op it was placed in."""
     strings = profile.symbols.as_array()
-    style = profile.meta.us_text
     raw = profile.mem_allocs["name"].to_numpy()[sel]
     cann_ids = profile.symbols.ids_matching(lambda s: "cann::" in s)
     owner = profile.ops["name"].to_numpy()[tree.op_rows[node]]
     shown = np.where(np.isin(raw, cann_ids), raw, owner)
     rank = _bfs_rank(tree)[node]
     order = np.lexsort((sel, t_ns, rank, top))
-    ro = r[order]
-    miss = profile.meta.unreleased_text
-    rel = [x if ok else miss for x, ok in zip(_us_texts(ro, style), (ro > 0).tolist())]
-    lines = [f"{nm}, ({at}, {rt}), [duration: {du}], [size: {k}]\n" for nm, at, rt, du, k in
-             zip(strings[shown[order]].tolist(), _us_texts(a[order], style), rel,
-                 _float_texts(d[order].astype(np.float64) / 1000.0), _float_texts(kb[order]))]
-    out = [""] * n
-    ts = top[order]
-    cut = np.flatnonzero(np.r_[True, ts[1:] != ts[:-1]]).tolist() + [len(ts)]
-    for k, s, e in zip(ts[cut[:-1]].tolist(), cut[:-1], cut[1:]):
-        out[k] = "".join(lines[s:e])
-    return out
+    return pd.DataFrame({"slot": top[order], "name": strings[shown[order]], "alloc_ns": a[order],
+                         "release_ns": r[order], "duration_ns": d[order], "size_kb": kb[order]})
 
 
 # ----------------------------------------------------------------------------- comparison
@@ -237,12 +214,16 @@ class MemoryResult:
     stats: pd.DataFrame     # one row per raw op name, Diff Memory descending
     base_device: str = "GPU"
     target_device: str = "GPU"
+    # per side ("b", "t"): the allocations behind each pair (op_memory's second frame; a pair's
+    # ``{p}_slot`` is its ``slot``), and how that side's source writes times (ProfileMeta facts)
+    allocations: dict = field(default_factory=dict)
+    us_text: dict = field(default_factory=dict)
+    unreleased_text: dict = field(default_factory=dict)
 
 
-
-PAIR_COLS = ["order", "name", "status", "b_op", "b_name", "b_input_shape", "b_input_type", "b_details",
+PAIR_COLS = ["order", "name", "status", "b_op", "b_name", "b_input_shape", "b_input_type", "b_slot",
              "b_size_kb", "b_duration_ms", "b_n_allocs", "t_op", "t_name", "t_input_shape", "t_input_type",
-             "t_details", "t_size_kb", "t_duration_ms", "t_n_allocs", "diff_kb", "diff_ratio"]
+             "t_slot", "t_size_kb", "t_duration_ms", "t_n_allocs", "diff_kb", "diff_ratio"]
 STAT_COLS = ["name", "status", "b_duration_ms", "b_memory_mb", "b_count", "t_duration_ms", "t_memory_mb",
              "t_count", "diff_mb", "diff_ratio"]
 
@@ -255,8 +236,9 @@ def _side(frame: pd.DataFrame, idx: np.ndarray, p: str) -> dict:
     take = np.maximum(idx, 0)
     has = idx >= 0
     out = {}
+    out[f"{p}_slot"] = np.where(has, idx, -1).astype(np.int64)
     for col, fill in (("op", -1), ("name", None), ("input_shape", None), ("input_type", None),
-                      ("details", ""), ("size_kb", 0.0), ("duration_ms", 0.0), ("n_allocs", 0)):
+                      ("size_kb", 0.0), ("duration_ms", 0.0), ("n_allocs", 0)):
         v = frame[col].to_numpy()[take] if len(frame) else np.zeros(len(idx), object)
         if col == "op":
             v = np.where(has, v, -1).astype(np.int64)
@@ -291,12 +273,12 @@ def compare_memory(base, target, options=None, matched=None) -> MemoryResult:
     opts = _options(options)
     if matched is None:
         matched = match_ops(base, target, opts, trees=(op_tree(base), op_tree(target)))
-    cols = {}
+    cols, listings = {}, {}
     for p, prof, tree, nodes in (("b", base, matched.base, matched.b_nodes), ("t", target, matched.target,
                                                                              matched.t_nodes)):
         nodes = np.asarray(nodes, dtype=np.int64)
         uniq = np.unique(nodes[nodes >= 0])
-        mem = op_memory(prof, tree, details=not opts.disable_details, top=uniq)
+        mem, listings[p] = op_memory(prof, tree, details=not opts.disable_details, top=uniq)
         cols.update(_side(mem, np.where(nodes >= 0, np.searchsorted(uniq, nodes), -1), p))
     bi, ti = np.asarray(matched.b_nodes) >= 0, np.asarray(matched.t_nodes) >= 0
     df = pd.DataFrame({"order": np.arange(1, len(bi) + 1)})
@@ -306,7 +288,9 @@ def compare_memory(base, target, options=None, matched=None) -> MemoryResult:
     df["status"] = np.where(bi & ti, BOTH, np.where(bi, BASE_ONLY, TARGET_ONLY))
     df["diff_kb"] = df["t_size_kb"].astype(float) - df["b_size_kb"].astype(float)
     df["diff_ratio"] = ratio(df["t_size_kb"], df["b_size_kb"])
-    return MemoryResult(df[PAIR_COLS], _statistic(df), base.meta.device, target.meta.device)
+    return MemoryResult(df[PAIR_COLS], _statistic(df), base.meta.device, target.meta.device, listings,
+                        {"b": base.meta.us_text, "t": target.meta.us_text},
+                        {"b": base.meta.unreleased_text, "t": target.meta.unreleased_text})
 
 
 def _statistic(df: pd.DataFrame) -> pd.DataFrame:

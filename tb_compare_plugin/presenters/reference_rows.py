@@ -186,8 +186,46 @@ def _floats(col: pd.Series) -> list[float]:
     return col.to_numpy(dtype=np.float64).tolist()
 
 
-def _memory_side(pairs: pd.DataFrame, p: str, gpu: bool) -> list[list]:
+def _us_texts(ns: np.ndarray, style: str) -> list[str]:
+    """Timestamps (ns) as the reference prints them, by how the source wrote them
+    (``meta.us_text``): "fixed3" the CSV's µs string ``123.456``; "trim" the trace's, ``123``
+    when whole; "float" ns / 1000 as a float (DB)."""
+    if style == "float":
+        return [repr(x / 1000) for x in ns.tolist()]       # int / int: correctly rounded
+    q, m = (ns // 1000).tolist(), (ns % 1000).tolist()     # floor division, as Python's
+    if style == "trim":
+        return [f"{a}.{b:03d}" if b else str(a) for a, b in zip(q, m)]
+    return [f"{a}.{b:03d}" for a, b in zip(q, m)]
+
+
+def _float_texts(v: np.ndarray) -> list[str]:
+    """``str(float(x))`` of each value, formatted once per distinct value (sizes and durations
+    repeat a lot).  Values come from integers, so there is no NaN and no -0.0 to tell apart."""
+    u, inv = np.unique(np.asarray(v, dtype=np.float64), return_inverse=True)
+    return np.array([repr(x) for x in u.tolist()], dtype=object)[inv.reshape(-1)].tolist()
+
+
+def allocated_details(listing: pd.DataFrame, us_text: str = "trim", unreleased_text: str = "None") -> dict:
+    """MemoryCompare's Allocated Details text per slot, from the memory engine's allocations (in
+    listing order): ``name, (alloc µs, release µs), [duration: ms], [size: KB]`` lines; a
+    release the source lacks is written ``unreleased_text``."""
+    if listing is None or not len(listing):
+        return {}
+    a = listing["alloc_ns"].to_numpy(np.int64)
+    r = listing["release_ns"].to_numpy(np.int64)
+    rel = [x if ok else unreleased_text for x, ok in zip(_us_texts(r, us_text), (r > 0).tolist())]
+    lines = [f"{nm}, ({at}, {rt}), [duration: {du}], [size: {k}]\n" for nm, at, rt, du, k in
+             zip(listing["name"].tolist(), _us_texts(a, us_text), rel,
+                 _float_texts(listing["duration_ns"].to_numpy().astype(np.float64) / 1000.0),
+                 _float_texts(listing["size_kb"].to_numpy()))]
+    slots = listing["slot"].to_numpy(np.int64)
+    cut = np.flatnonzero(np.r_[True, slots[1:] != slots[:-1]]).tolist() + [len(slots)]
+    return {k: "".join(lines[s:e]) for k, s, e in zip(slots[cut[:-1]].tolist(), cut[:-1], cut[1:])}
+
+
+def _memory_side(res, p: str, gpu: bool) -> list[list]:
     """One side's five MemoryCompare columns: name, shape, type, details, size (KB)."""
+    pairs = res.pairs
     has = (pairs[f"{p}_op"].to_numpy() >= 0).tolist()
 
     def only(col, conv=None):
@@ -198,7 +236,9 @@ def _memory_side(pairs: pd.DataFrame, p: str, gpu: bool) -> list[list]:
         return [(memo[v] if v in memo else memo.setdefault(v, conv(v))) if h else None for v, h in zip(vals, has)]
     shape = only("input_shape", (lambda v: _mem_list_repr(v, "shape")) if gpu else None)
     typ = only("input_type", (lambda v: _mem_list_repr(v, "type")) if gpu else None)
-    details = [v or None for v in pairs[f"{p}_details"].tolist()]
+    text = allocated_details(res.allocations.get(p), res.us_text.get(p, "trim"),
+                             res.unreleased_text.get(p, "None"))
+    details = [text.get(k) or None if h else None for k, h in zip(pairs[f"{p}_slot"].tolist(), has)]
     return [only("name"), shape, typ, details, _floats(pairs[f"{p}_size_kb"])]
 
 
@@ -207,8 +247,8 @@ def memory_compare_rows(res) -> list[list]:
     pairs = res.pairs
     if not len(pairs):
         return []
-    b = _memory_side(pairs, "b", res.base_device == "GPU")
-    t = _memory_side(pairs, "t", res.target_device == "GPU")
+    b = _memory_side(res, "b", res.base_device == "GPU")
+    t = _memory_side(res, "t", res.target_device == "GPU")
     bs, ts = b[4], t[4]
     diff = [round(y - x, 2) for x, y in zip(bs, ts)]
     ratios = [_ratio_cell(y, x) for x, y in zip(bs, ts)]
