@@ -65,8 +65,9 @@ def test_run_folder_needs_rank():
 
 @needs_corpus
 def test_gz_and_plain_json_agree(tmp_path):
-    src = CORPUS / "gpu/hta_trace_diff/control/control.pt.trace.json.gz"
-    plain = tmp_path / "control.pt.trace.json"
+    # a small trace (10 MB unzipped, NCCL included): the point is gz against plain, not size
+    src = CORPUS / "gpu/hta_nccl/nccl.pt.trace.json.gz"
+    plain = tmp_path / "nccl.pt.trace.json"
     with gzip.open(src, "rb") as f, open(plain, "wb") as g:
         shutil.copyfileobj(f, g)
     a, b = tmp_path / "a.json", tmp_path / "b.json"

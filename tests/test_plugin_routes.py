@@ -72,6 +72,14 @@ def test_corpus_workers_load_ok(tmp_path):
     from tb_compare_plugin.discovery import find_runs
     assert sorted(ids) == sorted(w.id for r in find_runs(str(CORPUS)) for w in r.workers)
     assert len(ids) >= 18
+    # loaded through the routes: one worker of each corpus folder (every format, device and
+    # exporter; tests/test_loader_*.py load every corpus worker), and the two checked below --
+    # more than the store keeps, so the LRU eviction is exercised too
+    some = {}
+    for wid in ids:
+        some.setdefault(tuple(wid.split("/")[:2]), wid)
+    ids = sorted(set(some.values()) | {"gpu/hta_cpu_only/rank34", "npu/alexnet_ddp_2rank_level1/rank1_ascend_pt"})
+    assert len(ids) > 6
     r = c.post(PREFIX + "/load", data=json.dumps({"workers": ids}), content_type="application/json")
     assert r.status_code == 200
     for wid in ids:
