@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Install everything the test suite needs (a virtualenv with the package and test
 # dependencies, Debian's Chromium for the browser tests) and run the whole suite.
-# Usage: bash scripts/test.sh [pytest args...]
+# The committed frontend bundle is checked against a fresh build with npm: without npm that check
+# is skipped with a loud warning, or fails when CI is set (CI=true), where it must run.
+# Usage: bash scripts/test.sh [pytest args...]   (e.g. --durations=20 for the slowest tests)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
