@@ -115,7 +115,9 @@ def test_memory_records_parse_counts(corpus, golden):
 def test_swapping_sides_negates(corpus):
     b = _load(corpus, "ascend-db", DB1.format(0))
     t = _load(corpus, "ascend-db", DB1.format(1))
-    assert f"{peak_reserved_gb(b):.2f}G" == "1.49G"            # golden v screen table, Mem Usage
+    # golden v's screen table says 1.49G: the reference misses the APP series, which this db keeps
+    # in NPU_MEM; with it, as the text export of the job (2.06G; docs/deviations.md, Memory item 11)
+    assert f"{peak_reserved_gb(b):.2f}G" == "2.06G"
     ab, ba = compare_memory(b, t), compare_memory(t, b)
     assert len(ab.pairs) == len(ba.pairs)
     assert ab.pairs["diff_kb"].abs().sum() > 0

@@ -540,6 +540,8 @@ _DIGEST_KEYS = ["symbols", "meta", "comm_ops", "comm_tasks", "fwdbwd", "kernels"
 def _digests(p) -> dict:
     import hashlib
     skip = ("path", "files") + p.meta.FORMAT_FACTS          # facts the format descriptor adds
+    if not p.meta.mem_components_added:                     # a DB-only fact newer than these digests
+        skip += ("mem_components_added",)
     meta = {k: v for k, v in p.meta.to_dict().items() if k not in skip}
     out = {"symbols": hashlib.sha256(json.dumps(p.symbols.to_list()).encode()).hexdigest()[:16],
            "meta": hashlib.sha256(json.dumps(meta, sort_keys=True, default=str).encode()).hexdigest()[:16]}

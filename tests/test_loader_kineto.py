@@ -60,7 +60,11 @@ def test_every_corpus_trace_loads(corpus):
     for path in traces:
         p = load(corpus, path)
         assert p.meta.files == [str(path)] and p.meta.format == "trace-json"
-        assert p.meta.warnings == [], path
+        # the 2021 resnet50 traces' [memory] events have Bytes but no totals: the loader says it
+        # rebuilt allocated memory from them (tests/test_memory_peaks.py checks the figures)
+        rebuilt = [w for w in p.meta.warnings if w.startswith("[memory] events without Total Allocated")]
+        assert len(rebuilt) == ("kineto_resnet50" in str(path)), path
+        assert [w for w in p.meta.warnings if w not in rebuilt] == [], path
         for name, schema in SCHEMAS.items():
             assert list(p.tables[name].columns) == list(schema), name
             assert [str(t) for t in p.tables[name].dtypes] == list(schema.values()), name
@@ -142,7 +146,10 @@ def test_counts_match_reference_pair_iii_baseline(corpus, golden):
     assert kinds == {KIND_COMPUTE: 8772, KIND_MEMCPY: 12, KIND_MEMSET: 312}
     assert set(p.kernels.stream) == {7} and p.meta.compute_stream == 7
     assert p.step_ids() == [5, 6, 7, 8, 9, 10]
-    assert len(p.mem_records) == 8220 and p.mem_records.allocated_bytes.isna().all()
+    # no Total Allocated in the file: rebuilt as the running sum of Bytes (peak 2,662.3 MiB, back to 0)
+    assert len(p.mem_records) == 8220 and p.mem_records.reserved_bytes.isna().all()
+    assert p.mem_records.allocated_bytes.max() == 2791636480
+    assert p.mem_records.allocated_bytes.iloc[int(p.mem_records.ts_ns.to_numpy().argmax())] == 0
 
 
 def test_each_kernel_links_to_its_launching_runtime_call(corpus):

@@ -3,9 +3,15 @@ overall "Mem Usage" figure.
 
 Source: ``mem_records`` (Ascend memory_record.csv / MEMORY_RECORD, GPU ``[memory]`` totals),
 one series per Component on Ascend (APP = the whole process, PTA = the PyTorch caching
-allocator, GE = the graph engine, PTA+GE = both).  When the records carry no allocated or
-reserved value (old Kineto traces without ``Total Allocated``) but ``mem_allocs`` has
-allocations, allocated-over-time is rebuilt from the allocations and frees (a running sum).
+allocator, GE = the graph engine, PTA+GE = both; Ascend DB exports whose MEMORY_RECORD lacks APP
+get it from NPU_MEM in the loader).  Old Kineto traces without ``Total Allocated`` have their
+allocated totals rebuilt by the loader (running sum of ``Bytes`` per device).  When the records
+carry no allocated or reserved value but ``mem_allocs`` has allocations, allocated-over-time is
+rebuilt here from the allocations and frees (a running sum).
+
+:func:`side_series` picks the series the Memory view shows; its peak (:func:`curve_peak`) is
+the one figure of peak allocated memory: the view's, and via :func:`peak_allocated_gb` the
+overview JSON's ``memory.<side>.peak_allocated_gb``.
 
 Curves are thinned to at most ``max_points`` points per series by keeping, in each of a set of
 equal time buckets, the first, last, minimum and maximum sample of every series, plus each
@@ -134,6 +140,27 @@ def _origin_ns(profile, ts: np.ndarray) -> int:
     return min(span[0], lo) if span is not None else lo
 
 
+def side_series(profile, component: str | None = None, device: int | None = None):
+    """The series the Memory view shows for one side: ``(source, component, ts_ns, {series: bytes})``.
+
+    ``source`` is "records" (mem_records of ``component``, the default one when None), else
+    "allocations" (allocated rebuilt from mem_allocs, component None), else None (no data).
+    """
+    comps = components(profile)
+    if component is None:
+        component = default_component(profile)
+    elif component not in comps:
+        raise ValueError(f"unknown memory component {component!r}; this profile has {', '.join(comps) or 'none'}")
+    ts, vals = (_records_series(profile, component, device) if len(profile.mem_records)
+                else (np.zeros(0, np.int64), {}))
+    if vals:
+        return "records", component, ts, vals
+    if len(profile.mem_allocs):
+        ts, alloc = allocs_series(profile.mem_allocs)
+        return "allocations", None, ts, {"allocated": alloc}
+    return None, component, ts, {}
+
+
 def memory_curves(profile, max_points: int = 2000, component: str | None = None,
                   device: int | None = None) -> dict:
     """One side's memory curves, thinned to <= max_points per series.
@@ -143,22 +170,10 @@ def memory_curves(profile, max_points: int = 2000, component: str | None = None,
     "peak": {"t_ms", "allocated_mb", "reserved_mb"} or None, "peak_reserved_gb"}``.  ``t_ms`` is
     relative to the side's first event; MB are MiB; missing values are None.
     """
-    comps = components(profile)
-    if component is None:
-        component = default_component(profile)
-    elif component not in comps:
-        raise ValueError(f"unknown memory component {component!r}; this profile has {', '.join(comps) or 'none'}")
-    out = {"source": None, "component": component, "components": comps, "device": device,
+    source, component, ts, vals = side_series(profile, component, device)
+    out = {"source": source, "component": component, "components": components(profile), "device": device,
            "t_ms": [], "allocated_mb": [], "reserved_mb": [], "n_samples": 0, "peak": None,
            "peak_reserved_gb": peak_reserved_gb(profile)}
-    ts, vals = (_records_series(profile, component, device) if len(profile.mem_records)
-                else (np.zeros(0, np.int64), {}))
-    if vals:
-        out["source"] = "records"
-    elif len(profile.mem_allocs):
-        ts, alloc = allocs_series(profile.mem_allocs)
-        vals = {"allocated": alloc}
-        out["source"], out["component"] = "allocations", None
     if not len(ts):
         return out
     keep = downsample_indices(ts, list(vals.values()), max_points)
@@ -172,6 +187,14 @@ def memory_curves(profile, max_points: int = 2000, component: str | None = None,
             out[f"{s}_mb"] = [None] * len(keep)
     out["peak"] = curve_peak(ts, vals, t0)
     return out
+
+
+def peak_allocated_gb(curve: dict) -> float | None:
+    """The Memory view's peak allocated memory in GiB, from one side's :func:`memory_curves`
+    answer (None when that side's curve has no allocated value)."""
+    peak = curve.get("peak") or {}
+    mb = peak.get("allocated_mb")
+    return None if mb is None else mb / 1024.0
 
 
 def curve_peak(ts: np.ndarray, vals: dict, t0: int = 0) -> dict | None:

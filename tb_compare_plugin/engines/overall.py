@@ -155,13 +155,19 @@ def _bucket_metrics(sym, codes: np.ndarray, names: np.ndarray, dur: np.ndarray, 
     return out
 
 
-def _memory_gb(profile, sel) -> float | None:
+def _memory_gb(profile, sel, compat: bool = False) -> float | None:
+    """Mem Usage: max reserved bytes of the selected records, GiB.  ``compat``: without the
+    components the loader added from a table the reference never reads (docs/deviations.md)."""
     mr = profile.mem_records
     if not len(mr):
         return None
     v = mr["reserved_bytes"].to_numpy()[sel.mem_records]
     dev = mr["device"].to_numpy()[sel.mem_records]
-    v = v[np.isfinite(v) & ((dev >= 0) if profile.meta.device == "GPU" else True)]
+    keep = np.isfinite(v) & ((dev >= 0) if profile.meta.device == "GPU" else True)
+    added = [profile.symbols.lookup(c) for c in profile.meta.mem_components_added] if compat else []
+    if added:
+        keep &= ~np.isin(mr["component"].to_numpy()[sel.mem_records], added)
+    v = v[keep]
     return float(v.max()) / 1024 ** 3 if len(v) else None
 
 
@@ -322,7 +328,7 @@ def breakdown(profile, step: int | None = None, reference_compat: bool = False,
                                       Metric(g.wait_ns, None, wtop), Metric(g.transmit_ns, None, gtop),
                                       g.first_ns, frozenset(c for c in colls if c), g.redundant))
     sb.overlaps = list(dt.overlaps)
-    sb.memory_peak_gb = _memory_gb(profile, sel)
+    sb.memory_peak_gb = _memory_gb(profile, sel, reference_compat)
     if device == "NPU":
         sb.bandwidth = _bandwidth(profile, sel.step, reference_compat)
     return sb

@@ -40,6 +40,7 @@ PMU_COLUMNS = {"aicore_time_us": ("aic_total_time", "aicore_time"), "mac_time_us
 # OP_MEMORY names lack the text export's "cann::" prefix; the CANN-side rows are exactly those
 # named in NPU_OP_MEM.  False keeps the DB names (what the reference sees in DB mode).
 MARK_CANN_MEMORY = False
+APP = "APP"        # memory component of the whole process (MEMORY_RECORD, else NPU_MEM type "app")
 
 
 # ----------------------------------------------------------------------------- file access
@@ -533,10 +534,42 @@ class _Reader:
         mr = self._timed(self.db.select("MEMORY_RECORD", {
             "comp": "component", "ts": "timestamp", "a": "totalAllocated:f", "r": "totalReserved:f",
             "v": "totalActive:f", "dev": "deviceId"}), "MEMORY_RECORD", ("ts",), "timestamp")
+        parts = []
         if mr is not None and len(mr):
+            parts.append(pd.DataFrame({"ts": mr["ts"], "comp": self.s.sym(mr["comp"]), "dev": mr["dev"],
+                                       "a": mr["a"], "r": mr["r"], "v": mr["v"]}))
+        if APP not in set(self.symbols.string(int(c)) for c in (parts[0]["comp"].unique() if parts else ())):
+            app = self._app_memory()
+            if app is not None:
+                parts.append(app)
+                self.meta.mem_components_added.append(APP)
+        if parts:
+            df = pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
             self.t["mem_records"] = make_table(
-                "mem_records", ts_ns=mr["ts"], component=self.s.sym(mr["comp"]), device=mr["dev"],
-                allocated_bytes=mr["a"], reserved_bytes=mr["r"], active_bytes=mr["v"])
+                "mem_records", ts_ns=df["ts"], component=df["comp"].to_numpy(np.int32), device=df["dev"],
+                allocated_bytes=df["a"], reserved_bytes=df["r"], active_bytes=df["v"])
+
+    def _app_memory(self) -> pd.DataFrame | None:
+        """The APP component (the whole process's device memory) from NPU_MEM rows of type
+        ``app``, as the text export's memory_record.csv has it: reserved = ddr + hbm bytes (the
+        text export's ``memory(KB)``, which msprof sums the same way), no allocated or active
+        value.  Exports whose MEMORY_RECORD has no APP rows keep that series only here."""
+        if not self.db.rows("NPU_MEM"):
+            return None
+        types = {v: k for k, v in self.s.ids_of(["app", "APP"]).items()}
+        if not types:
+            return None
+        ids = ",".join(str(int(i)) for i in types)
+        nm = self._timed(self.db.select("NPU_MEM", {"ts": "timestampNs", "ddr": "ddr:f", "hbm": "hbm:f",
+                                                   "dev": "deviceId"}, f"WHERE type IN ({ids})"),
+                         "NPU_MEM", ("ts",), "timestampNs")
+        if nm is None or not len(nm):
+            return None
+        total = nm["ddr"].fillna(0) + nm["hbm"].fillna(0)
+        total = total.where(nm["ddr"].notna() | nm["hbm"].notna())
+        nan = np.full(len(nm), np.nan)
+        return pd.DataFrame({"ts": nm["ts"], "comp": np.full(len(nm), self.symbols.intern(APP), np.int32),
+                             "dev": nm["dev"], "a": nan, "r": total.to_numpy(float), "v": nan})
 
     def _overlap(self) -> None:
         ov = self.db.select("OVERLAP_ANALYSIS", {"start": "startNs", "end": "endNs", "type": "type"})

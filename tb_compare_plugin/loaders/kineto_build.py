@@ -139,7 +139,7 @@ def build_profile(col, outside: dict, path: str) -> Profile:
 
     # memory
     if col.rows.get("_mem"):
-        _memory(col.columns("_mem"), tables, o, o_end, parent)
+        _memory(col.columns("_mem"), tables, o, o_end, parent, meta.warnings)
 
     fill_meta(meta, outside, col)
     return Profile(symbols=sym, meta=meta, tables=tables)
@@ -187,12 +187,14 @@ def _link_by_flows(fl, launch, k_start, kpid, ktid, o, depth, is_runtime, meta) 
                              "launching op through flow events")
 
 
-def _memory(m, tables, o, o_end, parent) -> None:
+def _memory(m, tables, o, o_end, parent, warnings: list) -> None:
     """[memory] events (Device Id >= 0): one mem_records row each; alloc/free pairs per address."""
     keep = np.flatnonzero(m["dev"] >= 0)
     ts, dev, nb, addr = m["ts"][keep], m["dev"][keep], m["nbytes"][keep], m["addr"][keep]
-    tables["mem_records"] = make_table("mem_records", ts_ns=ts, device=dev, allocated_bytes=m["alloc"][keep],
-                                       reserved_bytes=m["res"][keep])
+    alloc, res = m["alloc"][keep].astype(float), m["res"][keep].astype(float)
+    _rebuild_totals(ts, dev, nb, alloc, res, warnings)
+    tables["mem_records"] = make_table("mem_records", ts_ns=ts, device=dev, allocated_bytes=alloc,
+                                       reserved_bytes=res)
     ev = np.flatnonzero(nb != 0)
     if not len(ev):
         return
@@ -220,6 +222,42 @@ def _memory(m, tables, o, o_end, parent) -> None:
     name = np.where(op >= 0, o["name"][np.maximum(op, 0)] if n_ops else 0, 0)
     tables["mem_allocs"] = make_table("mem_allocs", name=name, bytes=nb[a_rows], alloc_ns=ts[a_rows],
                                       release_ns=release, op=op, device=dev[a_rows])
+
+
+def _rebuild_totals(ts, dev, nb, alloc, res, warnings: list) -> None:
+    """Old traces (PyTorch 1.8/1.9) give each device [memory] event its signed ``Bytes`` but no
+    ``Total Allocated``: on each device that has none, allocated-over-time is the running sum of
+    ``Bytes`` in time order (file order at equal times), filled into ``alloc`` in place.
+
+    Frees of memory allocated before the capture can take that sum below 0; the device's curve is
+    then raised so its lowest point is 0 (a lower bound) and the warning says by how much.
+    ``Total Reserved`` cannot be derived from ``Bytes`` (the caching allocator's segments are not
+    in the events): when absent it stays unknown (NaN) and the warning says so.  CPU events
+    (Device Id -1) are not in ``mem_records`` at all.
+    """
+    n_events, raised = 0, []
+    for d in np.unique(dev).tolist():
+        rows = np.flatnonzero(dev == d)
+        if np.isfinite(alloc[rows]).any():
+            continue
+        rows = rows[np.argsort(ts[rows], kind="stable")]
+        run = np.cumsum(nb[rows].astype(np.int64))
+        low = int(run.min())
+        if low < 0:
+            run -= low
+            raised.append(f"device {d} by {-low / (1 << 20):,.1f} MiB")
+        alloc[rows] = run
+        n_events += len(rows)
+    if not n_events:
+        return
+    msg = (f"[memory] events without Total Allocated: allocated memory over time was reconstructed "
+           f"from their Bytes (a running sum per device over {n_events:,} events)")
+    if raised:
+        msg += ("; frees of memory allocated before the capture took the sum below 0, so the curve was "
+                "raised to start at 0 (a lower bound): " + ", ".join(raised))
+    if not np.isfinite(res).any():
+        msg += "; they carry no Total Reserved either, so reserved memory is unknown"
+    warnings.append(msg)
 
 
 def fill_meta(meta: ProfileMeta, outside: dict, col=None) -> None:

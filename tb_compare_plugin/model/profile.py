@@ -173,6 +173,9 @@ class ProfileMeta:
                                         # whole, else 123.456), "fixed3" (123.000), "float" (ns/1000)
     unreleased_text: str = "None"       # the reference's text for a release time the source lacks
     capabilities: list = field(default_factory=list)  # what the format can hold (formats/base.py)
+    # memory components the loader took from a secondary table (Ascend DB: "APP" from NPU_MEM when
+    # MEMORY_RECORD lacks it); the reference never reads them (reference-compat Mem Usage skips them)
+    mem_components_added: list = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
 
     # the fields above that the format descriptor sets, not the loader

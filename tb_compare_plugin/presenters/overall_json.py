@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import os
 
+from ..engines.memory_curve import peak_allocated_gb
+
 
 def load_warnings(cmp) -> list[tuple[str, str, str]]:
     """(side, profile path, warning) for every load warning of both sides, baseline first."""
@@ -35,6 +37,11 @@ def overall_payload(cmp) -> dict:
             out[k].update({kk: vv for kk, vv in v.items() if kk not in out[k] or out[k][kk] is None})
         else:
             out[k] = v
+    # peak allocated memory: the Memory view's figure (the same memoised curves), per side
+    curves = cmp.memory_curves()
+    mem = out.setdefault("memory", {})
+    for side in ("baseline", "target"):
+        mem.setdefault(side, {})["peak_allocated_gb"] = peak_allocated_gb(curves[side])
     comm = cmp.communication()
     out["communication"] = comm.to_list()
     notes, seen = [], set()
