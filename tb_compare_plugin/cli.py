@@ -287,7 +287,7 @@ def _on_stop(signum, frame) -> None:
     ignored while that cleanup runs; it takes well under a second."""
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    pp = sys.modules.get("tb_compare_plugin.parsepool")     # no import in a signal handler
+    pp = sys.modules.get("tb_compare_plugin.service.parsepool")     # no import in a signal handler
     if pp is not None:
         pp.abort_all()
     raise Stopped(signum)

@@ -12,7 +12,7 @@ from tb_compare_plugin import loaders
 from tb_compare_plugin.cache import ProfileCache, key_of
 from tb_compare_plugin.discovery import classify_path
 from tb_compare_plugin.loaders.errors import LoadError
-from tb_compare_plugin.parsepool import ParsePool
+from tb_compare_plugin.service.parsepool import ParsePool
 from tb_compare_plugin.service.loading import load_profile
 
 from conftest import SAMPLES

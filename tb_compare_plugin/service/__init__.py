@@ -3,6 +3,8 @@
 * :mod:`.loading` — parsing with progress: the profile store (a bounded LRU of parse jobs over
   the parser processes and the disk cache), :func:`~.loading.load_profile`,
   :func:`~.loading.load_pair`, :class:`~.loading.JobCache` (the one job mechanism);
+* :mod:`.parsepool` — the parser processes (a fork server; one job per child; progress and the
+  hand-off through a scratch folder);
 * :mod:`.compare` — :class:`~.compare.CompareService`: comparisons, the overview's disk cache,
   table pages, other answers and workbooks under one key (:func:`~.compare.pair_key`), each
   computed off the caller's thread with a bounded wait; the CLI calls its plain functions;

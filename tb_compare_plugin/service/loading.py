@@ -169,7 +169,7 @@ def load_profile(spec, progress=None, pool=None, cache=None):
 def make_backends(logdir: str | None = None, workers: int = 2, start: bool = False):
     """(cache, pool) as configured by the environment; either may be None.  ``start``: start
     the parser processes' fork server first, so its imports overlap the cache's (numpy, pandas)."""
-    from ..parsepool import ParsePool, processes_enabled
+    from .parsepool import ParsePool, processes_enabled
     pool = ParsePool(workers) if processes_enabled() else None
     if pool is not None and start:
         pool.start()

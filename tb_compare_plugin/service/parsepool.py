@@ -39,7 +39,7 @@ import weakref
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 
-from .loaders.errors import LoadError
+from ..loaders.errors import LoadError
 
 log = logging.getLogger(__name__)
 _PRELOAD = ["numpy", "pandas", "msgspec", "tb_compare_plugin.cache", "tb_compare_plugin.formats.registry"]
@@ -47,7 +47,7 @@ _PRELOAD = ["numpy", "pandas", "msgspec", "tb_compare_plugin.cache", "tb_compare
 
 def _preload() -> list:
     """What the fork server imports once: the libraries, the cache, and every format's loader."""
-    from .formats import registry
+    from ..formats import registry
     return _PRELOAD + [m for m in registry.preload_modules() if m not in _PRELOAD]
 
 
@@ -115,8 +115,8 @@ def _child_parse(fmt: str, root: str, fingerprint, cache_root: str | None, progr
                  handoff_root: str | None = None):
     """Runs in the child: parse, store in the cache (or, without one, in the hand-off folder),
     return where it went; the profile itself is pickled back only when neither can be written."""
-    from . import loaders
-    from .cache import ProfileCache
+    from .. import loaders
+    from ..cache import ProfileCache
 
     last = [0.0]
 
@@ -156,7 +156,7 @@ def _scratch_dir() -> str:
 
 def _handoff_cache(root: str):
     """The hand-off folder, in the cache's layout (unbounded: each entry lives for one parse)."""
-    from .cache import ProfileCache
+    from ..cache import ProfileCache
     return ProfileCache(root, max_bytes=1 << 62)
 
 
