@@ -174,6 +174,13 @@ def read_kernel_details(path: str, warnings: list[str]) -> tuple[dict, dict] | N
     return cols, {"columns": list(df.columns), "has_pmu": bool(has_pmu), "pmu_columns": present}
 
 
+def _count_bad(warnings: list[str], path: str, bad: np.ndarray, col: str, what: str) -> None:
+    """One warning for the rows of ``path`` whose ``col`` cell could not be read (``bad``)."""
+    n = int(bad.sum())
+    if n:
+        warnings.append(f"{os.path.basename(path)}: {n} row(s) without a readable {col}: {what}")
+
+
 def _int(a: np.ndarray) -> np.ndarray:
     """Float column -> int64, -1 for NaN/inf and for values int64 cannot hold."""
     ok = np.isfinite(a) & (np.abs(a) < 2.0 ** 63)
@@ -190,10 +197,14 @@ def read_operator_memory(path: str, warnings: list[str]) -> dict | None:
     if df is None:
         return None
     kb = num(df, "Size(KB)")
+    alloc = ns(df, "Allocation Time(us)")
+    _count_bad(warnings, path, alloc < 0, "'Allocation Time(us)'", "kept without an allocation time")
+    _count_bad(warnings, path, ~np.isfinite(kb) if "Size(KB)" in df.columns else np.zeros(0, bool), "'Size(KB)'",
+               "kept with an unknown size")
     return {
         "name": text(df, "Name"),
         "bytes": _int(np.rint(kb * 1024.0)),
-        "alloc_ns": ns(df, "Allocation Time(us)"),
+        "alloc_ns": alloc,
         "release_ns": ns(df, "Release Time(us)"),
         "device": device_index(text(df, "Device Type")),
         "size_kb": kb,
@@ -208,8 +219,10 @@ def read_memory_record(path: str, warnings: list[str]) -> dict | None:
     if df is None:
         return None
     mb = 1024.0 * 1024.0
+    ts = ns(df, "Timestamp(us)")
+    _count_bad(warnings, path, ts < 0, "'Timestamp(us)'", "kept with an unknown time")
     return {
-        "ts_ns": ns(df, "Timestamp(us)"),
+        "ts_ns": ts,
         "component": text(df, "Component"),
         "device": device_index(text(df, "Device Type")),
         "allocated_bytes": num(df, "Total Allocated(MB)") * mb,

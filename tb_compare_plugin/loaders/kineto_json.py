@@ -264,8 +264,8 @@ class _Collector:
             args = [e.args for e in evm]
             self._put("_mem", len(evm), ts=r.ts, pid=r.pid, tid=r.tid,
                       dev=self._ints([a.dev_id for a in args]), nbytes=self._ints([a.mbytes for a in args]),
-                      addr=self._ints([a.addr for a in args]), alloc=floats([a.total_alloc for a in args]),
-                      res=floats([a.total_res for a in args]))
+                      addr=self._ints([a.addr for a in args]), alloc=floats([a.total_alloc for a in args], self.ids),
+                      res=floats([a.total_res for a in args], self.ids))
 
     def _kernels(self, evk, k) -> None:
         args = [e.args for e in evk]

@@ -209,8 +209,8 @@ class IdTally:
             out.append(f"{self.wide:,} id values (correlation, External id, flow id, pid/tid, ...) do not fit "
                        "in 64 bits: only their low 64 bits are kept, so different ids may be taken as one")
         if self.unreadable:
-            out.append(f"{self.unreadable:,} id or count values are not integers (text, fraction, NaN ...): "
-                       "read as missing")
+            out.append(f"{self.unreadable:,} id, count or size values are not numbers of the expected kind "
+                       "(text, fraction, NaN ...): read as missing")
         return out
 
 
@@ -226,10 +226,12 @@ def ints(vals: list, tally: Optional[IdTally] = None) -> np.ndarray:
         return np.fromiter(map(one_int, vals), np.int64, len(vals))
 
 
-def floats(vals: list) -> np.ndarray:
+def floats(vals: list, tally: Optional[IdTally] = None) -> np.ndarray:
     try:
         return np.fromiter(vals, np.float64, len(vals))
     except (TypeError, ValueError):
+        if tally is not None:
+            tally.unreadable += sum(1 for v in vals if v is not None and not isinstance(v, (int, float)))
         return np.array([float(v) if isinstance(v, (int, float)) else np.nan for v in vals], np.float64)
 
 
