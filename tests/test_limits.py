@@ -103,6 +103,36 @@ def test_whitespace_only_array_is_not_buffered(tmp_path, gz):
     assert seen == [] and peak < 20 * MB
 
 
+def test_whitespace_after_an_event_is_not_buffered(tmp_path):
+    """In a gzip stream, a long run of whitespace after 'event,' ends the chunk before it and
+    is then dropped, so memory does not grow with the run."""
+    import tracemalloc
+    a, b = _event_halves()
+    f = _write(tmp_path / "mid.json.gz", [b'{"traceEvents": [', a, b",", (b" \n", 40 * MB), b, b"]}"], True)
+    tracemalloc.start()
+    try:
+        prof = kineto_json.load(str(f))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert len(prof.tables["kernels"]) == 182
+    assert peak < 30 * MB, peak
+
+
+def test_last_non_ws_matches_a_byte_loop():
+    rng = np.random.default_rng(1)
+    for n in (0, 1, 300, 5000, 4096 * 3 + 5, 2 * jsonstream.WS_BLOCK + 9000):
+        buf = bytearray(rng.choice(list(b" \t\r\n"), n).astype(np.uint8).tobytes())
+        assert jsonstream.last_non_ws(buf, 0, n) == -1
+        for at in sorted({0, n // 3, n - 1}):
+            if 0 <= at < n:
+                b = bytearray(buf)
+                b[at] = ord("}")
+                assert jsonstream.last_non_ws(b, 0, n) == at
+                assert jsonstream.last_non_ws(b, at + 1, n) == at
+                b += b"x"                        # the buffer must stay resizable
+
+
 def test_skip_ws_matches_a_byte_loop():
     rng = np.random.default_rng(0)
     for n in (0, 1, 255, 256, 257, 5000, 3 * jsonstream.WS_BLOCK + 7):

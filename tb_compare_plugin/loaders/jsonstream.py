@@ -71,6 +71,28 @@ def skip_ws(buf, i: int, n: int) -> int:
         del a, x                 # no export may outlive the call: the bytearray must stay resizable
 
 
+def last_non_ws(buf, lo: int, n: int) -> int:
+    """The last index in [lo, n) of ``buf`` that is not JSON whitespace (``lo - 1`` if none)."""
+    if n <= lo:
+        return lo - 1
+    if buf[n - 1] not in b" \t\r\n":
+        return n - 1
+    a = np.frombuffer(buf, np.uint8)
+    x = None
+    try:
+        j, step = n, 4096
+        while j > lo:
+            s = max(lo, j - step)
+            x = a[s:j]
+            other = (x != 0x20) & (x != 0x0A) & (x != 0x0D) & (x != 0x09)
+            if other.any():
+                return j - 1 - int(other[::-1].argmax())
+            j, step = s, WS_BLOCK
+        return lo - 1
+    finally:
+        del a, x
+
+
 TOO_DEEP = "arrays/objects inside each other about 1,000 levels deep; no profiler writes that"
 
 
@@ -230,6 +252,17 @@ def iter_event_chunks(path: str, decode: Callable[[memoryview], Any], chunk_byte
                 continue
             m = _CUT.search(buf, min(search_from, len(buf)))
             if m is None:
+                q = st.trailing_cut() if not src.eof else None
+                if q is not None:                     # events, ',', then a long run of whitespace
+                    status, value = st.run(q, speculative=True)
+                    if status == "ok":
+                        res.chunks += 1
+                        yield value
+                        st.consume(q)
+                        st.squeeze()
+                        search_from = st.cstart + chunk_bytes
+                        fails = 0
+                        continue
                 if not src.eof:
                     search_from -= st.squeeze()
                     buf = st.buf
@@ -291,6 +324,9 @@ class _State:
         self.mapped = mapped
         self.dropped = 0              # mapped: pages before this offset were given back
         self.sep_at = None            # squeezed: where the separator at cstart really is
+        self.ws_checked = 0           # trailing_cut: bytes before this absolute offset were looked at
+        self.ws_from: Optional[int] = None   # ... and the whitespace run at the end starts here
+        self.tried = -1               # ... the ',' last tried as a cut
 
     def feed(self, data: bytes) -> None:
         if data:
@@ -314,6 +350,34 @@ class _State:
         self.cstart = 0
         return j - 1
 
+    def trailing_cut(self) -> Optional[int]:
+        """A cut worth trying when the buffer ends with a long whitespace run (not mapped):
+        the ',' right before the run, if a '}' comes before it, tried once.  Only the bytes fed
+        since the last call are scanned, so a long run costs its length once."""
+        if self.mapped:
+            return None
+        buf = self.buf
+        n = len(buf)
+        first = self.base + self.cstart + 1           # absolute offset of the chunk's first byte
+        lo = max(self.ws_checked, first) - self.base
+        if lo < n:
+            k = last_non_ws(buf, lo, n)
+            if k >= lo:
+                self.ws_from = self.base + k + 1
+            elif self.ws_from is None or self.ws_from < first:
+                self.ws_from = first
+        self.ws_checked = self.base + n
+        if self.ws_from is None or self.base + n - self.ws_from < SQUEEZE_MIN:
+            return None
+        q = self.ws_from - 1 - self.base
+        if q <= self.cstart or buf[q] != 0x2C or self.base + q == self.tried:
+            return None
+        p = last_non_ws(buf, self.cstart + 1, q)
+        if p <= self.cstart or buf[p] != 0x7D:
+            return None
+        self.tried = self.base + q
+        return q
+
     def sep_offset(self) -> int:
         """Absolute offset of the separator at ``cstart`` (where it was before a squeeze)."""
         return self.sep_at if self.sep_at is not None else self.base + self.cstart
@@ -334,8 +398,10 @@ class _State:
             return min(1.0, self.cstart / src.size) if src.size else 1.0
         return src.fraction()
 
-    def run(self, close: int) -> tuple[str, Any]:
-        """Decode buf[cstart:close+1] with '[' and ']' written over its first and last byte."""
+    def run(self, close: int, speculative: bool = False) -> tuple[str, Any]:
+        """Decode buf[cstart:close+1] with '[' and ']' written over its first and last byte.
+        ``speculative``: any decode error means "not a cut" (status "bad"), never a LoadError;
+        the same bytes are decoded again later, and a real error is reported then."""
         buf = self.buf
         saved_open, saved_close = buf[self.cstart], buf[close]
         buf[self.cstart] = 0x5B
@@ -344,6 +410,8 @@ class _State:
         try:
             return "ok", self.decode(view)
         except msgspec.DecodeError as e:
+            if speculative:
+                return "bad", None
             msg = str(e)
             if "truncated" in msg:
                 return "truncated", None
@@ -354,9 +422,13 @@ class _State:
                      f" in bytes {_fmt(self.base + self.cstart)}..{_fmt(self.base + close)}")
             raise LoadError(self.path, f"malformed JSON{where}: {_reason(msg)}") from None
         except UnicodeDecodeError:
+            if speculative:
+                return "bad", None
             span = f"{_fmt(self.base + self.cstart)}..{_fmt(self.base + close)}"
             raise LoadError(self.path, f"the file is not valid UTF-8 text (in bytes {span})") from None
         except RecursionError:
+            if speculative:
+                return "bad", None
             span = f"{_fmt(self.base + self.cstart)}..{_fmt(self.base + close)}"
             raise LoadError(self.path, f"JSON nested too deeply in bytes {span} ({TOO_DEEP})") from None
         finally:
