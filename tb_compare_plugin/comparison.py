@@ -39,6 +39,12 @@ class Comparison:
                 self._results[name] = fn()
             return self._results[name]
 
+    def step_scale(self):
+        """The per-step choice (``engines.per_step``) every view, the workbook and the CLI follow:
+        the same rule the overview applies, so no table adds up six steps against one."""
+        from .engines.per_step import step_scale
+        return self._memo("step_scale", lambda: step_scale(self.base, self.target, self.options))
+
     def overall(self):
         from .engines.overall import compare_overall
         o = self.options
@@ -55,12 +61,14 @@ class Comparison:
     def kernels(self):
         from .engines.kernel import compare_kernels
         o = self.options
-        return self._memo("kernels", lambda: compare_kernels(self.base, self.target, o.base_step, o.target_step))
+        return self._memo("kernels", lambda: compare_kernels(self.base, self.target, o.base_step, o.target_step,
+                                                                 divide=self.step_scale().divisors))
 
     def api(self):
         from .engines.api import compare_api
         o = self.options
-        return self._memo("api", lambda: compare_api(self.base, self.target, o.base_step, o.target_step))
+        return self._memo("api", lambda: compare_api(self.base, self.target, o.base_step, o.target_step,
+                                                         divide=self.step_scale().divisors))
 
     def trees(self):
         """Both sides' host-op trees (``optree.tree_of``: built once per profile), for the operator,
@@ -84,19 +92,23 @@ class Comparison:
     def operators(self):
         from .engines.operator import compare_operators
         return self._memo("operators", lambda: compare_operators(self.base, self.target, self.options,
-                                                                 matched=self.matched()))
+                                                                 matched=self.matched(),
+                                                                 divide=self.step_scale().divisors))
 
     def modules(self):
         from .engines.module import compare_modules
         return self._memo("modules", lambda: compare_modules(self.base, self.target, self.options,
-                                                             trees=self.trees()))
+                                                             trees=self.trees(),
+                                                             divide=self.step_scale().divisors))
 
     def memory(self):
         from .engines.memory import compare_memory
         if not (self.base.has()["memory"] or self.target.has()["memory"]):
-            return self._memo("memory", lambda: compare_memory(self.base, self.target, self.options))
+            return self._memo("memory", lambda: compare_memory(self.base, self.target, self.options,
+                                                               divide=self.step_scale().divisors))
         return self._memo("memory", lambda: compare_memory(self.base, self.target, self.options,
-                                                           matched=self.matched()))
+                                                           matched=self.matched(),
+                                                           divide=self.step_scale().divisors))
 
     def memory_peak(self):
         from .engines.memory_peak import peak_attribution

@@ -1,6 +1,8 @@
 """The built-in table analyses: which memoised engine result each one pages, with which
 columns, search fields and diff column.  Shown by ``compare/<name>`` (and listed by
-``analyses``); the workbook writes the same engine results in the reference's layouts."""
+``analyses``); the workbook writes the same engine results in the reference's layouts.
+``per_step=True``: the table's totals and counts are divided as the comparison's per-step choice
+says (``Comparison.step_scale``), which its answers state under ``figures``."""
 from __future__ import annotations
 
 from .registry import Analysis, Column as C, Unavailable, register
@@ -23,6 +25,7 @@ register(Analysis(
         C("b_avg_us", "Base Avg (us)", "us"), C("t_avg_us", "Target Avg (us)", "us"),
         C("diff_us", "Diff (us)", "us"), C("diff_total_ratio", "Ratio", "ratio")),
     needs={"kernels"}, diff_col="diff_us", search=("kernel", "input_shape"), outputs=ROUTE,
+    per_step=True,
     description="device kernels grouped by name and input shapes"))
 
 register(Analysis(
@@ -34,6 +37,7 @@ register(Analysis(
         C("t_calls", "Target Calls", "count"),
         C("diff_ms", "Diff (ms)", "ms"), C("diff_total_ratio", "Ratio", "ratio")),
     diff_col="diff_ms", search=("name",), outputs=ROUTE,
+    per_step=True,
     description="host APIs (torch ops) grouped by name"))
 
 register(Analysis(
@@ -46,6 +50,7 @@ register(Analysis(
         C("diff_compute_ms", "Compute Diff (ms)", "ms"), C("diff_comm_ms", "Comm Diff (ms)", "ms"),
         C("diff_ms", "Device Diff (ms)", "ms"), C("diff_ratio", "Ratio", "ratio")),
     diff_col="diff_compute_ms", search=("name",), outputs=ROUTE,
+    per_step=True,
     description="matched top-level operators, by name"))
 
 register(Analysis(
@@ -69,6 +74,7 @@ register(Analysis(
         C("diff_total_compute_ms", "Total Diff (ms)", "ms"), C("diff_self_compute_ms", "Self Diff (ms)", "ms"),
         C("diff_total_comm_ms", "Comm Diff (ms)", "ms"), C("diff_ratio", "Ratio", "ratio")),
     diff_col="diff_self_compute_ms", search=("path", "name"), tree=True, outputs=ROUTE,
+    per_step=True,
     description="the nn.Module tree with the operators under each module"))
 
 register(Analysis(
@@ -78,6 +84,7 @@ register(Analysis(
         C("t_memory_mb", "Target Allocated (MB)", "mb"), C("t_count", "Target Count", "count"),
         C("diff_mb", "Diff (MB)", "mb"), C("diff_ratio", "Ratio", "ratio")),
     diff_col="diff_mb", search=("name",), outputs=ROUTE,
+    per_step=True,
     description="memory allocated by each matched operator"))
 
 register(Analysis(

@@ -51,6 +51,7 @@ class Analysis:
     tree: bool = False                          # rows in the engine's (tree) order unless sorted
     outputs: frozenset = OUTPUTS
     description: str = ""
+    per_step: bool = False                      # totals follow the comparison's per-step choice
 
     def __post_init__(self) -> None:
         if not self.name or not all(c.isalnum() or c == "_" for c in self.name) or self.name != self.name.lower():
@@ -69,7 +70,7 @@ class Analysis:
     def describe(self) -> dict:
         return {"name": self.name, "label": self.label, "description": self.description,
                 "needs": sorted(self.needs), "outputs": sorted(self.outputs), "tree": self.tree,
-                "diff_col": self.diff_col,
+                "diff_col": self.diff_col, "per_step": self.per_step,
                 "columns": [{"key": c.key, "label": c.label, "type": c.type} for c in self.columns]}
 
 

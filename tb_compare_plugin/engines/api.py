@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from .per_step import divided
 from .sidebyside import merge_sides, ratio
 
 HOST_CATS = ("cpu_op", "user_annotation", "cuda_runtime", "operator", "runtime", "cuda_driver")
@@ -80,12 +81,17 @@ def api_stats(profile, step: int | None = None) -> pd.DataFrame:
     return st[["name", *STAT_COLS]]
 
 
-def compare_api(base, target, base_step=None, target_step=None) -> pd.DataFrame:
+def compare_api(base, target, base_step=None, target_step=None, divide=(1, 1)) -> pd.DataFrame:
+    """Side-by-side API statistics; ``divide``: (baseline, target) step counts the totals and
+    calls are divided by (``per_step``; averages stay per call)."""
     m = merge_sides(api_stats(base, base_step), api_stats(target, target_step), ["name"])
     for side in ("b", "t"):
         for c in STAT_COLS:
             m[f"{side}_{c}"] = m[f"{side}_{c}"].fillna(0)
         m[f"{side}_calls"] = m[f"{side}_calls"].astype("int64")
+    for side, div in zip(("b", "t"), divide):
+        for c in ("total_ms", "self_ms", "calls"):
+            m[f"{side}_{c}"] = divided(m[f"{side}_{c}"], div)
     m["diff_ms"] = m["t_total_ms"] - m["b_total_ms"]
     m["diff_self_ms"] = m["t_self_ms"] - m["b_self_ms"]
     for c in ("total", "self", "avg", "calls"):

@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from ..model import KIND_COMPUTE
+from .per_step import divided
 from .sidebyside import merge_sides, ratio
 
 STAT_COLS = ("total_us", "avg_us", "max_us", "min_us", "calls")
@@ -74,12 +75,13 @@ def kernel_stats(rows: pd.DataFrame, sym) -> pd.DataFrame:
     return st[["kernel", "input_shape", *STAT_COLS]]
 
 
-def compare_kernels(base, target, base_step=None, target_step=None) -> pd.DataFrame:
+def compare_kernels(base, target, base_step=None, target_step=None, divide=(1, 1)) -> pd.DataFrame:
     """Side-by-side kernel statistics with diff (µs) and ratios.
 
     Empty (with ``attrs["reason"]``) when the sides run on different kinds of device (kernels
     are platform-specific) or when either side has no typed kernels (e.g. Ascend Level0), as
-    the reference leaves its KernelCompare sheet out then."""
+    the reference leaves its KernelCompare sheet out then.  ``divide``: (baseline, target) step
+    counts the totals and calls are divided by (``per_step``; avg / max / min stay per call)."""
     b = kernel_stats(kernel_rows(base, base_step), base.symbols)
     t = kernel_stats(kernel_rows(target, target_step), target.symbols)
     reason = None
@@ -96,6 +98,9 @@ def compare_kernels(base, target, base_step=None, target_step=None) -> pd.DataFr
             col = f"{side}_{c}"
             m[col] = m[col].fillna(0)
         m[f"{side}_calls"] = m[f"{side}_calls"].astype("int64")
+    for side, div in zip(("b", "t"), divide):
+        for c in ("total_us", "calls"):
+            m[f"{side}_{c}"] = divided(m[f"{side}_{c}"], div)
     m["diff_us"] = m["t_total_us"] - m["b_total_us"]
     m["diff_total_ratio"] = ratio(m["t_total_us"], m["b_total_us"])
     m["diff_avg_ratio"] = ratio(m["t_avg_us"], m["b_avg_us"])

@@ -19,6 +19,7 @@ import pandas as pd
 
 from ..model.derived import derived
 from ..model.keys import value_at_key
+from .per_step import divided
 from .sidebyside import BOTH, BASE_ONLY, TARGET_ONLY, ratio
 
 KB = 1024.0
@@ -260,12 +261,14 @@ def _options(options):
     return Options(**{k: getattr(options, k) for k in names if hasattr(options, k)})
 
 
-def compare_memory(base, target, options=None, matched=None) -> MemoryResult:
+def compare_memory(base, target, options=None, matched=None, divide=(1, 1)) -> MemoryResult:
     """Per-op allocation comparison over the operator engine's pairs.
 
     ``options``: ``comparison.Options`` (or a dict / object with its field names): steps, name
     map, input-shape keys, max_kernel_num, disable_details.  ``matched``: an
     ``operator.match_ops`` result to reuse (its trees and node pairs); computed when not given.
+    ``divide``: (baseline, target) step counts the statistic's totals and counts are divided by
+    (``engines.per_step``); the per-pair rows stay per call.
     """
     if not (base.has()["memory"] or target.has()["memory"]):
         return _empty()
@@ -288,12 +291,12 @@ def compare_memory(base, target, options=None, matched=None) -> MemoryResult:
     df["status"] = np.where(bi & ti, BOTH, np.where(bi, BASE_ONLY, TARGET_ONLY))
     df["diff_kb"] = df["t_size_kb"].astype(float) - df["b_size_kb"].astype(float)
     df["diff_ratio"] = ratio(df["t_size_kb"], df["b_size_kb"])
-    return MemoryResult(df[PAIR_COLS], _statistic(df), base.meta.device, target.meta.device, listings,
+    return MemoryResult(df[PAIR_COLS], _statistic(df, divide), base.meta.device, target.meta.device, listings,
                         {"b": base.meta.us_text, "t": target.meta.us_text},
                         {"b": base.meta.unreleased_text, "t": target.meta.unreleased_text})
 
 
-def _statistic(df: pd.DataFrame) -> pd.DataFrame:
+def _statistic(df: pd.DataFrame, divide=(1, 1)) -> pd.DataFrame:
     """Group each side's paired ops by raw name; baseline names first, then target-only."""
     def agg(p):
         s = df[df[f"{p}_op"] >= 0]
@@ -310,6 +313,9 @@ def _statistic(df: pd.DataFrame) -> pd.DataFrame:
             st[f"{p}_{c}"] = g[c].reindex(names).fillna(0).to_numpy()
         st[f"{p}_count"] = st[f"{p}_count"].astype(np.int64)
     st["status"] = np.where(st["b_count"] > 0, np.where(st["t_count"] > 0, BOTH, BASE_ONLY), TARGET_ONLY)
+    for p, div in zip(("b", "t"), divide):
+        for c in ("duration_ms", "memory_mb", "count"):
+            st[f"{p}_{c}"] = divided(st[f"{p}_{c}"], div)
     st["diff_mb"] = st["t_memory_mb"] - st["b_memory_mb"]
     st["diff_ratio"] = ratio(st["t_memory_mb"], st["b_memory_mb"])
     st = st.iloc[np.argsort(-st["diff_mb"].round(2).to_numpy(), kind="stable")].reset_index(drop=True)

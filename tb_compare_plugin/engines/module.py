@@ -391,8 +391,9 @@ def _row_layout(bs, ts, pairs, bkey: list, tkey: list, disable: bool):
     return np.array(rp, np.int64), np.array(rm, bool), np.array(rb, np.int64), np.array(rt, np.int64)
 
 
-def compare_modules(base, target, options: Options | None = None, trees=None) -> ModuleResult:
-    """ModuleCompare and ModuleCompareStatistic of two profiles."""
+def compare_modules(base, target, options: Options | None = None, trees=None, divide=(1, 1)) -> ModuleResult:
+    """ModuleCompare and ModuleCompareStatistic of two profiles; ``divide``: (baseline, target)
+    step counts the statistic is divided by (``per_step``; ModuleCompare's rows stay per call)."""
     opts = options or Options()
     btree, ttree = trees or (None, None)
     bs = build_modules(base, btree, step=opts.base_step)
@@ -405,4 +406,4 @@ def compare_modules(base, target, options: Options | None = None, trees=None) ->
     pt = np.array([-1 if t is None else t for _, t in pairs], np.int64)
     rows = rows_frame(bs, ts, pb, pt, *_row_layout(bs, ts, pairs, bkey, tkey, opts.disable_details))
     return ModuleResult(rows, module_stats(bs, ts, pb, pt, mapper, np.array(bkey, np.int64),
-                                           np.array(tkey, np.int64)))
+                                           np.array(tkey, np.int64), divide))

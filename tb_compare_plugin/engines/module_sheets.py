@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from .optree import none_for_missing
+from .per_step import divided
 from .sidebyside import BASE_ONLY, BOTH, TARGET_ONLY
 
 INFO_COLS = ("raw_path", "path", "depth", "raw_class", "module_class", "module", "phase")
@@ -199,9 +200,11 @@ def _group(side, mods_in_pair_order: list, mapper) -> dict:
     return out
 
 
-def module_stats(bs, ts, pb: np.ndarray, pt: np.ndarray, mapper, bkey: np.ndarray, tkey: np.ndarray) -> pd.DataFrame:
+def module_stats(bs, ts, pb: np.ndarray, pt: np.ndarray, mapper, bkey: np.ndarray, tkey: np.ndarray,
+                 divide=(1, 1)) -> pd.DataFrame:
     """ModuleCompareStatistic (ms): per mapped module path (baseline first-seen order, then the
-    target's own), a module row with the summed times, then one row per operator key."""
+    target's own), a module row with the summed times, then one row per operator key.
+    ``divide``: (baseline, target) step counts times and numbers are divided by (``per_step``)."""
     gb, gt = _group(bs, pb[pb >= 0].tolist(), mapper), _group(ts, pt[pt >= 0].tolist(), mapper)
     keys = list(gb) + [k for k in gt if k not in gb]
     if not keys:
@@ -215,7 +218,7 @@ def module_stats(bs, ts, pb: np.ndarray, pt: np.ndarray, mapper, bkey: np.ndarra
         rows.append((True, bm, tm))
         bo, to = bops.get(key, {}), tops.get(key, {})
         rows += [(False, bo.get(k), to.get(k)) for k in list(bo) + [k for k in to if k not in bo]]
-    return _stats_frame(bs, ts, infos, rows)
+    return _stats_frame(bs, ts, infos, rows, divide)
 
 
 def _stats_side(side, rows: list, j: int) -> tuple:
@@ -237,11 +240,13 @@ def _stats_side(side, rows: list, j: int) -> tuple:
     return tuple(vals.T), cnt, det, cs
 
 
-def _stats_frame(bs, ts, infos: list, rows: list) -> pd.DataFrame:
+def _stats_frame(bs, ts, infos: list, rows: list, divide=(1, 1)) -> pd.DataFrame:
     """The statistic sheet's columns from its row list (see module_stats)."""
     is_mod = np.array([r[0] for r in rows])
     take = np.cumsum(is_mod) - 1
     (b, bnum, bdet, bcs), (t, tnum, tdet, tcs) = _stats_side(bs, rows, 1), _stats_side(ts, rows, 2)
+    b, bnum = tuple(divided(a, divide[0]) for a in b), divided(bnum, divide[0])
+    t, tnum = tuple(divided(a, divide[1]) for a in t), divided(tnum, divide[1])
     names = objects(infos[k][5] if r[0] else (r[1] or r[2])[0] for k, r in zip(take.tolist(), rows))
     kind = np.full(len(rows), "op", dtype=object)
     kind[is_mod] = "module"

@@ -23,6 +23,7 @@ from .options import Options
 from .align import align, unmatched
 from .name_map import NameMapper
 from .optree import OpTree, none_for_missing, tree_of
+from .per_step import divided
 from .sidebyside import BASE_ONLY, BOTH, TARGET_ONLY, merge_sides, ratio
 
 
@@ -172,8 +173,10 @@ class OperatorResult:
 
 
 
-def compare_operators(base, target, options: Options | None = None, matched: Matched | None = None) -> OperatorResult:
-    """Operator pairs and per-name statistics; ``matched``: a ``match_ops`` result to reuse."""
+def compare_operators(base, target, options: Options | None = None, matched: Matched | None = None,
+                      divide=(1, 1)) -> OperatorResult:
+    """Operator pairs and per-name statistics; ``matched``: a ``match_ops`` result to reuse;
+    ``divide``: (baseline, target) step counts the statistics are divided by (``per_step``)."""
     opts = options or Options()
     m = matched if matched is not None else match_ops(base, target, opts)
     df = pd.DataFrame({**_side(m.base, m.b_nodes, "b"), **_side(m.target, m.t_nodes, "t")})
@@ -187,10 +190,10 @@ def compare_operators(base, target, options: Options | None = None, matched: Mat
     df["phase"] = np.where(m.bwd, "backward", "forward")
     df.insert(0, "name", np.where(hb, df["b_name"], df["t_name"]))
     df = none_for_missing(df)
-    return OperatorResult(df, operator_stats(df), base.meta.device, target.meta.device, opts.disable_details)
+    return OperatorResult(df, operator_stats(df, divide), base.meta.device, target.meta.device, opts.disable_details)
 
 
-def operator_stats(pairs: pd.DataFrame) -> pd.DataFrame:
+def operator_stats(pairs: pd.DataFrame, divide=(1, 1)) -> pd.DataFrame:
     """OperatorCompareStatistic: per raw name and side, Σ device ms (and its compute / communication
     parts) and count; by (total) diff descending, as the reference."""
     def side(p):
@@ -206,6 +209,9 @@ def operator_stats(pairs: pd.DataFrame) -> pd.DataFrame:
         for c in ("device_ms", "compute_ms", "comm_ms"):
             st[f"{p}_{c}"] = st[f"{p}_{c}"].fillna(0.0)
         st[f"{p}_count"] = st[f"{p}_count"].fillna(0).astype("int64")
+    for p, div in zip(("b", "t"), divide):
+        for c in ("device_ms", "compute_ms", "comm_ms", "count"):
+            st[f"{p}_{c}"] = divided(st[f"{p}_{c}"], div)
     st["diff_ms"] = st["t_device_ms"] - st["b_device_ms"]
     st["diff_ratio"] = ratio(st["t_device_ms"], st["b_device_ms"])
     st["diff_compute_ms"] = st["t_compute_ms"] - st["b_compute_ms"]

@@ -23,6 +23,7 @@ from . import kernel_classes as kc
 from . import overall_gpu, overall_npu
 from .communication import collective_name
 from .overall_rows import build_rows
+from .per_step import decide
 from .overall_steps import StepError, select
 
 __all__ = ["breakdown", "compare_overall", "SideBreakdown", "OverallResult", "Metric", "StepError"]
@@ -346,12 +347,12 @@ def compare_overall(base, target, base_step: int | None = None, target_step: int
     b = breakdown(base, base_step, reference_compat, top)
     t = breakdown(target, target_step, reference_compat, top)
     notes: list[str] = []
-    if per_step is None and reference_compat:
-        per_step = False
+    asked = per_step if not (per_step is None and reference_compat) else False
+    scale = decide(b.steps_count, b.steps_marked, t.steps_count, t.steps_marked, per_step, reference_compat)
     differ = b.steps_count != t.steps_count
     unmarked = [who for who, s in (("baseline", b), ("target", t)) if not s.steps_marked]
-    if per_step is None:
-        per_step = differ and not unmarked      # a side without step markers is never divided
+    per_step = scale.per_step
+    if asked is None:                           # a side without step markers is never divided
         if differ and unmarked:
             notes.append(f"Raw figures: the {' and the '.join(unmarked)} has no step markers (no ProfilerStep# / "
                          "STEP_TIME), so the number of steps it covers is unknown; neither side is divided.")
@@ -379,8 +380,7 @@ def compare_overall(base, target, base_step: int | None = None, target_step: int
     if reference_compat:
         notes.append("Reference-compatible mode: the overall figures are msprof-analyze compare's, its known "
                      "errors included (docs/deviations.md).")
-    scale_b = 1.0 / b.steps_count if per_step else 1.0
-    scale_t = 1.0 / t.steps_count if per_step else 1.0
+    scale_b, scale_t = 1.0 / scale.base_div, 1.0 / scale.target_div
     rows = build_rows(b, t, scale_b, scale_t, compat=reference_compat, notes=notes)
     gpu_groups = [w for w, s, o in (("baseline", b, t), ("target", t, b))
                   if s.device == "GPU" and o.device != "GPU" and any(not g.redundant for g in s.groups)]

@@ -37,6 +37,8 @@ def overall_payload(cmp) -> dict:
             out[k].update({kk: vv for kk, vv in v.items() if kk not in out[k] or out[k][kk] is None})
         else:
             out[k] = v
+    # the per-step choice every table follows (the same rule as the overview's figures)
+    out["figures"] = cmp.step_scale().to_dict()
     # peak allocated memory: the Memory view's figure (the same memoised curves), per side
     curves = cmp.memory_curves()
     mem = out.setdefault("memory", {})

@@ -138,9 +138,16 @@ def operator_compare_rows(res) -> list[list]:
     return out
 
 
+def _n(count):
+    """A count cell: an int, or an average count to 2 places when the figures are per step
+    (``engines.per_step``: a side's count divided by its steps)."""
+    c = float(count)
+    return int(c) if c.is_integer() else round(c, 2)
+
+
 def operator_compare_statistic_rows(res) -> list[list]:
     """OperatorCompareStatistic from ``OperatorResult.stats``."""
-    return [[i, r.name, r.b_device_ms, int(r.b_count), r.t_device_ms, int(r.t_count),
+    return [[i, r.name, r.b_device_ms, _n(r.b_count), r.t_device_ms, _n(r.t_count),
              round(r.t_device_ms - r.b_device_ms, 2), _ref_ratio(r.t_device_ms, r.b_device_ms)]
             for i, r in enumerate(res.stats.itertuples(index=False), 1)]
 
@@ -260,8 +267,8 @@ def memory_compare_statistic_rows(res) -> list[list]:
     """MemoryCompareStatistic from ``MemoryResult.stats``."""
     out = []
     for i, r in enumerate(res.stats.itertuples(index=False), 1):
-        out.append([i, r.name, float(r.b_duration_ms), float(r.b_memory_mb), int(r.b_count),
-                    float(r.t_duration_ms), float(r.t_memory_mb), int(r.t_count),
+        out.append([i, r.name, float(r.b_duration_ms), float(r.b_memory_mb), _n(r.b_count),
+                    float(r.t_duration_ms), float(r.t_memory_mb), _n(r.t_count),
                     round(float(r.t_memory_mb) - float(r.b_memory_mb), 2), _ratio_cell(r.t_memory_mb, r.b_memory_mb)])
     return out
 
@@ -272,7 +279,7 @@ def api_compare_rows(m: pd.DataFrame) -> list[list]:
     for i, r in enumerate(m.itertuples(index=False), 1):
         def side(p):
             tot, slf, calls = (round(getattr(r, f"{p}_total_ms"), 2), round(getattr(r, f"{p}_self_ms"), 2),
-                               int(getattr(r, f"{p}_calls")))
+                               _n(getattr(r, f"{p}_calls")))
             return [tot, slf, round(tot / calls, 2) if calls else 0.0, calls]
         bs, ts = side("b"), side("t")
         rat = [ratio1(ts[j], bs[j]) for j in range(4)]
@@ -287,7 +294,7 @@ def kernel_compare_rows(m: pd.DataFrame) -> list[list]:
     for i, r in enumerate(m.itertuples(index=False), 1):
         def side(p):
             tot = round(getattr(r, f"{p}_total_us"), 2)
-            calls = int(getattr(r, f"{p}_calls"))
+            calls = _n(getattr(r, f"{p}_calls"))
             avg = round(tot / calls, 2) if calls else 0.0
             return [tot, avg, round(getattr(r, f"{p}_max_us"), 2), round(getattr(r, f"{p}_min_us"), 2), calls]
         bs, ts = side("b"), side("t")

@@ -26,5 +26,8 @@ def view_page(cmp, view: str, **params) -> dict:
     first), except tree analyses, which keep the tree order."""
     a, df = table_of(cmp, view)
     sort = params.pop("sort", None) or (None if a.tree else a.diff_col)
-    return page(df, list(a.columns), sort=sort, diff_col=a.diff_col or "diff", search_cols=a.search,
+    out = page(df, list(a.columns), sort=sort, diff_col=a.diff_col or "diff", search_cols=a.search,
                 extra_cols=EXTRA_COLS, **params)
+    # what the totals are: per step (each side divided by its steps) or raw, as on the overview
+    out["figures"] = cmp.step_scale().to_dict() if a.per_step else None
+    return out

@@ -257,8 +257,10 @@ def _side_info(cmp) -> list[list]:
     try:
         res = cmp.overall()
         d = res.to_dict()
-        rows.append(["Figures", *("per step" if d["per_step"] and s.steps_marked else "whole capture"
-                                  for s in (res.baseline, res.target))])
+        sc = cmp.step_scale()
+        rows.append(["Figures", *(f"per step (÷{div})" if sc.per_step and marked else "whole capture"
+                                  for div, marked in ((sc.base_div, sc.base_marked),
+                                                      (sc.target_div, sc.target_marked)))])
         rows.append(["Peak reserved memory (GB)", d["memory"]["baseline"]["peak_reserved_gb"],
                      d["memory"]["target"]["peak_reserved_gb"]])
         for k, label in (("rdma_gbps", "RDMA bandwidth (GB/s)"), ("sdma_gbps", "SDMA bandwidth (GB/s)")):
@@ -272,6 +274,10 @@ def _side_info(cmp) -> list[list]:
 
 def _notes(cmp, extra: list) -> list[str]:
     notes = []
+    try:        # what the statistic sheets' totals are (the overview's per-step choice)
+        notes.append("Statistic sheets (Operator / Module / Memory / Api / Kernel): " + cmp.step_scale().note())
+    except Exception:
+        pass
     for get in (lambda: cmp.overall().notes, lambda: cmp.communication().notes):
         try:
             notes.extend(get())
