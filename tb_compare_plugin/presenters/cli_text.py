@@ -1,4 +1,8 @@
-"""Plain-text overview table for the terminal: 80 columns by default, more with --wide."""
+"""Plain-text overview table for the terminal: 80 columns by default, more with --wide.
+
+A name longer than its column is shortened in the middle with an ellipsis (its start and its
+end both stay readable: ``allreduce [Group 0 Co…unication]``), never cut mid-word at the end;
+with --wide the collective column grows to the longest name, so names are whole."""
 from __future__ import annotations
 
 import math
@@ -18,6 +22,17 @@ def _ratio(r) -> str:
     if r is None:
         return "new" if r is None else "-"
     return f"{r:.2f}x"
+
+
+def fit(name: str, width: int) -> str:
+    """``name`` in at most ``width`` characters: whole, or its start and end around "…"."""
+    if len(name) <= width:
+        return name
+    if width < 2:
+        return name[:width]
+    head = (width - 1 + 1) // 2
+    tail = width - 1 - head
+    return name[:head] + "…" + (name[-tail:] if tail else "")
 
 
 def overview_table(payload: dict, wide: bool = False, color: bool = False) -> str:
@@ -62,17 +77,37 @@ def overview_table(payload: dict, wide: bool = False, color: bool = False) -> st
             lines.append(f"{label:<{name_w}}{_num(vb):>12}{_num(vt):>12}{_num((vt or 0) - (vb or 0)):>12}{'':>8}")
     comm = payload.get("communication") or []
     if comm:
+        names = [_collective_name(row, comm) for row in comm]
+        if wide:                                        # whole names: the column grows
+            name_w = max(name_w, max(len(n) for n in names) + 1)
         lines.append("")
-        lines.append(f"{'Collective':<{name_w}}{'Baseline ms':>12}{'Target ms':>12}{'Diff ms':>12}{'Ratio':>8}")
-        lines.append("-" * len(head))
-        for row in comm:
-            agg = row.get("aggregate") or not row.get("group")
-            name = row["name"] if agg else (f"  {row['group']}" if any(r.get("aggregate") for r in comm)
-                                            else f"{row['name']} [{row['group']}]")
+        chead = f"{'Collective':<{name_w}}{'Baseline ms':>12}{'Target ms':>12}{'Diff ms':>12}{'Ratio':>8}"
+        lines.append(chead)
+        lines.append("-" * len(chead))
+        for row, name in zip(comm, names):
             bd, td = (row.get("baseline") or {}).get("total_ms"), (row.get("target") or {}).get("total_ms")
             ratio = row.get("ratio")
-            lines.append(f"{name[:name_w - 1]:<{name_w}}{_ms(bd):>12}{_ms(td):>12}{_ms(row.get('diff_ms')):>12}"
+            lines.append(f"{_fit_collective(row, name, name_w - 1):<{name_w}}{_ms(bd):>12}{_ms(td):>12}{_ms(row.get('diff_ms')):>12}"
                          f"{(_ratio(ratio) if ratio is not None else '-'):>8}")
     for n in payload.get("notes", []):
         lines.append(f"note: {n}")
     return "\n".join(lines)
+
+
+def _collective_name(row: dict, comm: list) -> str:
+    if row.get("aggregate") or not row.get("group"):
+        return row["name"]
+    if any(r.get("aggregate") for r in comm):
+        return f"  {row['group']}"
+    return f"{row['name']} [{row['group']}]"
+
+
+def _fit_collective(row: dict, name: str, width: int) -> str:
+    """``name [group]`` in ``width``: the group is shortened first (the op name stays whole
+    while the group keeps 6 characters), else the whole in the middle."""
+    if len(name) <= width or not name.endswith("]") or " [" not in name:
+        return fit(name, width)
+    op = name[:name.rindex(" [")]
+    room = width - len(op) - 3
+    group = name[len(op) + 2:-1]
+    return f"{op} [{fit(group, room)}]" if room >= 6 else fit(name, width)
