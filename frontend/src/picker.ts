@@ -50,6 +50,27 @@ function workerText(w: Worker): string {
   return t;
 }
 
+/** A long name shortened in the middle ("gpu/kineto_res…workers_0"), to at most n characters. */
+export function shortMiddle(t: string, n: number): string {
+  if (t.length <= n) return t;
+  const keep = n - 1, head = Math.ceil(keep * 0.55);
+  return t.slice(0, head) + "…" + t.slice(t.length - (keep - head));
+}
+
+/** An option whose text is shortened in the middle, the full text on hover. */
+function option(value: string, full: string, n: number, disabled = false): HTMLOptionElement {
+  return h("option", {value, title: full, disabled}, shortMiddle(full, n)) as HTMLOptionElement;
+}
+
+/** A select says its chosen option's full text on hover. */
+function titleFollows(sel: HTMLSelectElement): void {
+  const sync = () => { sel.title = sel.selectedOptions[0]?.title || sel.selectedOptions[0]?.text || ""; };
+  sync();
+  sel.addEventListener("change", sync);
+}
+
+const RUN_CHARS = 64, WORKER_CHARS = 44;
+
 function sizeText(n: number | undefined): string {
   if (!n) return "";
   return n > 1048576 ? `${fmtNum(n / 1048576)} MB` : `${fmtNum(n / 1024)} KB`;
@@ -128,10 +149,11 @@ export class Picker {
     runSel.append(h("option", {value: ""}, runs.length ? "— choose a run —" : "no runs found"));
     for (const r of runs) {
       const bad = r.workers.length > 0 && r.workers.every((x) => !selectable(x));
-      runSel.append(h("option", {value: r.name}, `${r.name} · ${runDevices(r)}${bad ? " · unreadable" : ""}`));
+      runSel.append(option(r.name, `${r.name} · ${runDevices(r)}${bad ? " · unreadable" : ""}`, RUN_CHARS));
     }
-    if (sel && !run) runSel.append(h("option", {value: runName ?? ""}, `${runName} (missing)`));
+    if (sel && !run) runSel.append(option(runName ?? "", `${runName} (missing)`, RUN_CHARS));
     runSel.value = runName ?? "";
+    titleFollows(runSel);
     runSel.addEventListener("change", () => {
       const r = runs.find((x) => x.name === runSel.value);
       const ok = r?.workers.find(selectable);
@@ -142,10 +164,10 @@ export class Picker {
     const wSel = h("select", {"data-role": role("worker"), "aria-label": `${LABEL[side]} worker`,
                               disabled: !run}) as HTMLSelectElement;
     if (!sel) wSel.append(h("option", {value: ""}, run ? "— no readable worker —" : "—"));
-    for (const x of run?.workers ?? []) wSel.append(h("option", {value: x.id, disabled: !selectable(x) && x.id !== sel?.worker},
-                                                       workerText(x)));
-    if (sel && !w) wSel.append(h("option", {value: sel.worker}, `${sel.worker.split("/").pop()} (missing)`));
+    for (const x of run?.workers ?? []) wSel.append(option(x.id, workerText(x), WORKER_CHARS, !selectable(x) && x.id !== sel?.worker));
+    if (sel && !w) wSel.append(option(sel.worker, `${sel.worker.split("/").pop()} (missing)`, WORKER_CHARS));
     wSel.value = sel?.worker ?? "";
+    titleFollows(wSel);
     wSel.addEventListener("change", () => this.handlers.onSide(side, wSel.value ? {worker: wSel.value, step: null} : null));
 
     const steps = w?.steps ?? [];
@@ -162,11 +184,11 @@ export class Picker {
     });
 
     const others = (run?.workers ?? []).filter((x) => x.status === "error" && x.id !== sel?.worker);
-    const field = (label: string, el: HTMLElement) => h("label", {class: "field"}, h("span", {class: "field-label"}, label), el);
+    const field = (label: string, el: HTMLElement, cls = "") => h("label", {class: "field" + cls}, h("span", {class: "field-label"}, label), el);
     replace(this.cards[side],
             h("div", {class: "side-title"}, h("span", {class: "tag"}, LABEL[side]),
               w?.device ? h("span", {class: "dev"}, w.device) : null),
-            h("div", {class: "side-fields"}, field("Run", runSel), field("Worker / rank", wSel), field("Step", sSel)),
+            h("div", {class: "side-fields"}, field("Run", runSel, " f-run"), field("Worker / rank", wSel), field("Step", sSel)),
             statusLine(w),
             others.length ? h("details", {class: "side-errors"},
               h("summary", {class: "err-text"}, `${others.length} worker${others.length > 1 ? "s" : ""} of this run cannot be read`),
