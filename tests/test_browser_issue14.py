@@ -172,3 +172,82 @@ def test_names_readable_at_1024(browser, tb):
     assert "worker0.1623143089861" in fr.evaluate(_FITS_JS, "base-worker")["title"]
     shoot(t.page, ART / "issue14_1024x700_overview.png", full=False)
     t.close()
+
+
+# -- item 2: the module tree after "Collapse all" ---------------------------------------------------
+
+_TREE_JS = """() => [...document.querySelectorAll('#pc-content table.tree > tbody > tr')]
+  .filter((tr) => tr.getClientRects().length)
+  .map((tr) => {const td = tr.querySelector('td.name'); const tog = td.querySelector('button.tog');
+                return {name: td.querySelector('.label').innerText.trim(), indent: parseFloat(td.style.paddingLeft),
+                        toggle: tog ? tog.getAttribute('aria-expanded') : null, virtual: tr.classList.contains('virtual')};})"""
+
+
+@pytest.mark.skipif(not (CORPUS / NPU_L1).is_dir(), reason="corpus run missing")
+def test_module_tree_collapse_all_keeps_backward(browser, tb):
+    """NPU Level1 rank0 vs rank1: the server has rows for `/[ BACKWARD ]/...` modules but none
+    for `/[ BACKWARD ]` itself. After "Collapse all" the top level is the five roots, the
+    `[ BACKWARD ]` node among them (a placeholder with a toggle), nothing under the
+    toggle-less `Optimizer.zero_grad#SGD.zero_grad`; opening `[ BACKWARD ]` shows its children one
+    level in, and every child sits deeper than its parent."""
+    t = Tab(browser, tb.url, 1024, 700)
+    t.open(pair_hash(f"{NPU_L1}/rank0_ascend_pt", f"{NPU_L1}/rank1_ascend_pt", "module"), "table.tree")
+    fr, f = t.frame, t.f
+    f.get_by_role("button", name="Collapse all").click()
+    rows = fr.evaluate(_TREE_JS)
+    names = [r["name"] for r in rows]
+    assert names == ["DistributedDataParallel_0", "CrossEntropyLoss_0", "Optimizer.zero_grad#SGD.zero_grad",
+                     "[ BACKWARD ]", "Optimizer.step#SGD.step"], names
+    assert len({r["indent"] for r in rows}) == 1, rows
+    bw = rows[3]
+    assert bw["virtual"] and bw["toggle"] == "false", bw
+    assert rows[2]["toggle"] is None, rows[2]                        # zero_grad has no children
+    shoot(t.page, ART / "issue14_module_collapsed_1024.png", full=False)
+    f.get_by_role("button", name="Expand [ BACKWARD ]").click()
+    rows = fr.evaluate(_TREE_JS)
+    i = [r["name"] for r in rows].index("[ BACKWARD ]")
+    kids = rows[i + 1:i + 3]
+    assert [k["name"] for k in kids] == ["CrossEntropyLoss_0", "DistributedDataParallel_0"], kids
+    assert all(k["indent"] > bw["indent"] for k in kids) and rows[i + 3]["name"] == "Optimizer.step#SGD.step"
+    f.get_by_role("button", name="Expand all").click()
+    rows = fr.evaluate(_TREE_JS)
+    # every row is at most one level deeper than the row above it: no row hangs under a stranger
+    for above, r in zip(rows, rows[1:]):
+        assert r["indent"] <= above["indent"] + 16, (above, r)
+    shoot(t.page, ART / "issue14_module_expanded_1024.png", full=False)
+    assert t.console.errors() == []
+    t.close()
+
+
+# -- item 3 (and item 9's Kernel tab): hints that lead somewhere ------------------------------------
+
+@pytest.mark.skipif(not (CORPUS / LONG_RUN).is_dir(), reason="corpus run missing")
+def test_hints_link_only_views_that_apply(browser, tb):
+    """GPU (resnet50) vs NPU: no hint links the Kernel view, whose tab is shown disabled with
+    its reason; the Kernel tab says the reason once without asking the server; "Free Time" and
+    its child "Free" (nearly the same move) are one hint."""
+    t = Tab(browser, tb.url, 1024, 700)
+    requests: list[str] = []
+    t.page.on("request", lambda r: requests.append(r.url))
+    t.open(pair_hash(f"{LONG_RUN}/worker0.1623143089861", TARGET))
+    f = t.f
+    hints = f.locator(f"{CONTENT} ul.hints li")
+    hints.first.wait_for()
+    names = [x.get_attribute("data-metric") for x in hints.all()]
+    assert "Free Time" in names and "Free" not in names, names
+    assert "of which Free" in f.locator(f'{CONTENT} ul.hints li[data-metric="Free Time"]').inner_text()
+    assert f.locator(f'{CONTENT} ul.hints button[data-view="kernel"]').count() == 0
+    assert f.locator(f'{CONTENT} ul.hints button[data-view="operator"]').count() > 0
+    tab = f.locator('button.tab[data-view="kernel"]')
+    assert tab.get_attribute("aria-disabled") == "true"
+    assert "GPU" in tab.get_attribute("title") and "NPU" in tab.get_attribute("title")
+    shoot(t.page, ART / "issue14_hints_1024.png", full=False, scroll_to=f.locator(f"{CONTENT} ul.hints"))
+    tab.click(force=True)                                   # disabled, but it still opens to say why
+    na = f.locator(f"{CONTENT} [data-state=not-available]")
+    na.wait_for()
+    text = na.inner_text()
+    assert text.count("not available") == 1 and "GPU" in text and "NPU" in text, text
+    assert not any("/compare/kernel?" in u for u in requests), [u for u in requests if "/compare/kernel" in u]
+    shoot(t.page, ART / "issue14_kernel_na_1024.png", full=False)
+    assert t.console.errors() == []
+    t.close()

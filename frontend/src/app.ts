@@ -7,7 +7,7 @@
 import {ApiError, clearCache, getJSON, isLoading, postJSON, Stale} from "./api";
 import {h, replace, sleep} from "./dom";
 import {findWorker, pairSides, Picker, type SideKey} from "./picker";
-import {availableViews, type ViewCtx, viewDef, viewLabel, views} from "./registry";
+import {availableViews, unavailableReason, type ViewCtx, viewDef, viewLabel, views} from "./registry";
 import {Settings} from "./settings";
 import {currentHash, defaultQuery, hashMatches, hashTab, PLUGIN, type SideSel, type State, stateFromHash,
         type TableQuery, type ViewName, watchHash, writeHash} from "./state";
@@ -202,8 +202,15 @@ export class App {
       const v = b.dataset.view as ViewName;
       b.setAttribute("aria-selected", String(v === this.st.view));
       b.tabIndex = v === this.st.view ? 0 : -1;
-      b.title = avail.has(v) ? viewLabel(v) : `${viewLabel(v)} (the profiles may lack the data for this view)`;
+      const why = this.reason(v);
+      b.title = avail.has(v) ? viewLabel(v) : `${viewLabel(v)}: not available for this pair (${why})`;
+      b.setAttribute("aria-disabled", String(!avail.has(v)));
+      b.classList.toggle("na", !avail.has(v));
     }
+  }
+
+  private reason(v: ViewName): string | null {
+    return unavailableReason(v, findWorker(this.runs, this.st.base?.worker), findWorker(this.runs, this.st.target?.worker));
   }
 
   private openView(name: ViewName): void {
@@ -242,6 +249,12 @@ export class App {
     if (!ok || !alive()) return;
     const def = viewDef(view);
     if (!def) return;
+    const why = this.reason(view);
+    if (why) {                         // known before asking the server: said once, no request
+      replace(this.content, h("div", {class: "notice na", role: "status", "data-state": "not-available"},
+        h("b", null, `The ${def.label} view is not available for this pair: `), why + "."));
+      return;
+    }
     const ctx: ViewCtx = {
       base, target, compat: this.st.compat, perStep: this.st.perStep, query: this.query(view),
       jump: this.env?.vscode === true || framedCrossOrigin(), available: this.available(), alive,

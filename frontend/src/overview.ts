@@ -159,15 +159,22 @@ function hints(rows: MetricRow[], e2e: MetricRow | undefined, ctx: OverviewCtx):
   }).sort((a, b) => (Math.round(abs(rows[b]) * 1e6) - Math.round(abs(rows[a]) * 1e6)) ||
                     (depthOf(rows[b]) - depthOf(rows[a])));
   const chosen: number[] = [];
+  const within = new Map<number, number>();          // a top-level part -> the child that carries its move
   for (const i of idx) {
     const d = abs(rows[i]);
-    const same = (j: number) => Math.abs(abs(rows[j]) - d) <= d * 0.02;
+    const sign = Math.sign(rows[i].diff_ms as number);
+    // one move seen at two levels: equal within 2%, or the child carries 90% of it the same way ("Free Time" / "Free")
+    const same = (j: number) => Math.abs(abs(rows[j]) - d) <= d * 0.02 ||
+      (Math.sign(rows[j].diff_ms as number) === sign && Math.min(abs(rows[j]), d) >= 0.9 * Math.max(abs(rows[j]), d));
     // the same move seen at two levels: keep the more specific row, but a top-level part
     // (Uncovered Communication Time) reads better than its single group row
     const k = chosen.findIndex((j) => (isAncestor(rows, i, j) || isAncestor(rows, j, i)) && same(j));
     if (k >= 0) {
       const j = chosen[k];
-      if (isAncestor(rows, i, j) && depthOf(rows[i]) === 0) chosen[k] = i;
+      if (isAncestor(rows, i, j) && depthOf(rows[i]) === 0) {
+        chosen[k] = i;
+        within.set(i, j);
+      } else if (isAncestor(rows, j, i) && depthOf(rows[j]) === 0) within.set(j, i);
       continue;
     }
     chosen.push(i);
@@ -177,7 +184,10 @@ function hints(rows: MetricRow[], e2e: MetricRow | undefined, ctx: OverviewCtx):
     const r = rows[i];
     const rule = HINTS.find((x) => x.re.test(r.name));
     const v = verdict(r.diff_ms, "diff", higherIsBetter(r.name));
-    return hintItem(v, r.name.trim(), `${fmtSigned(r.diff_ms)} ms${isNum(r.ratio) ? ` (${fmtRatio(r.ratio)})` : ""}`,
+    const w = within.get(i);
+    const part = w !== undefined && Math.abs(abs(rows[w]) - abs(r)) > abs(r) * 0.02
+      ? `, of which ${rows[w].name.trim()} ${fmtSigned(rows[w].diff_ms)} ms` : "";
+    return hintItem(v, r.name.trim(), `${fmtSigned(r.diff_ms)} ms${isNum(r.ratio) ? ` (${fmtRatio(r.ratio)})` : ""}${part}`,
                     rule, ctx);
   });
   const mem = ctx.data.memory;

@@ -40,6 +40,8 @@ export interface ViewDef {
   needs?: readonly string[];
   /** Unavailable when either side lacks a needed flag; by default only when both lack it. */
   needsBoth?: boolean;
+  /** Why the view cannot apply to this pair, beyond the `has` flags (null: it may apply). */
+  notFor?(base: Worker | null, target: Worker | null): string | null;
   /** Rows per page when the user has not chosen. */
   limit?: number;
   /** The server's analyses (`compare/<name>` routes) this view shows; by default its own name. */
@@ -84,11 +86,20 @@ export function homeView(): string {
  * a flag not known yet never hides a view).
  */
 export function availableViews(base: Worker | null, target: Worker | null): Set<string> {
-  const lacks = (w: Worker | null, flag: string) => w?.status === "ok" && !!w.has && w.has[flag] === false;
   const out = new Set<string>();
-  for (const d of defs) {
-    const gone = (d.needs ?? []).some((f) => (d.needsBoth ? lacks(base, f) || lacks(target, f) : lacks(base, f) && lacks(target, f)));
-    if (!gone) out.add(d.name);
-  }
+  for (const d of defs) if (unavailableReason(d.name, base, target) === null) out.add(d.name);
   return out;
+}
+
+/** Why view `name` cannot show this pair (a sentence), or null when it may. */
+export function unavailableReason(name: string, base: Worker | null, target: Worker | null): string | null {
+  const d = viewDef(name);
+  if (!d) return null;
+  const lacks = (w: Worker | null, flag: string) => w?.status === "ok" && !!w.has && w.has[flag] === false;
+  const flag = (d.needs ?? []).find((f) => (d.needsBoth ? lacks(base, f) || lacks(target, f) : lacks(base, f) && lacks(target, f)));
+  if (flag) {
+    const who = lacks(base, flag) && lacks(target, flag) ? "neither side has" : lacks(base, flag) ? "the baseline has no" : "the target has no";
+    return `${who} ${flag} data`;
+  }
+  return d.notFor?.(base, target) ?? null;
 }

@@ -63,6 +63,7 @@ table.t th.grp.tgt{border-bottom-color:var(--tgt)}
 text-transform:uppercase;letter-spacing:.03em;font-size:12px}
 .tab[aria-selected=true]{color:var(--fg);border-bottom-color:var(--accent)}
 .tab:hover{color:var(--fg)}
+.tab.na{opacity:.55}
 .panel{border:1px solid var(--line);border-radius:6px;padding:10px 12px;background:var(--bg)}
 .notice{padding:10px 12px;border-radius:6px;background:var(--panel);border:1px solid var(--line)}
 .notice.error{background:var(--worse-bg);border-color:var(--err-line);color:var(--err-fg)}
@@ -149,6 +150,7 @@ tr.detail table.t td.name{overflow-wrap:anywhere;min-width:120px}
 td .where{font-size:11.5px;overflow-wrap:anywhere}
 tr.kind-op td.name .label{color:var(--code);font-family:ui-monospace,Menlo,Consolas,monospace;font-size:12px}
 table.tree tr:not(.kind-op) td.name .label{font-weight:500}
+tr.virtual td.name .label{font-style:italic}
 p.intro{margin:-4px 0 8px;font-size:12px}
 .sr-only{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0)}
 .pc-tools{display:flex;gap:8px;align-items:flex-start;justify-content:flex-end;max-width:60%}

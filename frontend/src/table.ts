@@ -7,7 +7,7 @@ import {Stale} from "./api";
 import {h, nextId, replace} from "./dom";
 import {cleanText, fmtCell, fmtCount, fmtNum, isDiffKey, isNum, UNIT, verdict} from "./format";
 import {isStackKey, stackList} from "./source";
-import {isOp, isTreeRows, nodeKey, treeLabel, treeView} from "./tree";
+import {isOp, isTreeRows, nodeKey, treeLabel, treeOrder, treeView} from "./tree";
 import type {TableQuery} from "./state";
 import type {Column, Row, TablePage} from "./types";
 
@@ -193,8 +193,9 @@ export function pagedTable(opts: PagedTableOpts, first: TablePage): HTMLElement 
     replace(treeTools,
       h("button", {class: "btn", type: "button", onClick: () => { collapsed.clear(); draw(); }}, "Expand all"),
       h("button", {class: "btn", type: "button", onClick: () => {
-        const tv = treeView(page.rows, new Set(), showOps);
-        page.rows.forEach((r, i) => { const k = nodeKey(r); if (k !== null && tv.hasKids[i]) collapsed.add(k); });
+        const all = treeOrder(page.rows);
+        const tv = treeView(all, new Set(), showOps);
+        all.forEach((r, i) => { const k = nodeKey(r); if (k !== null && tv.hasKids[i]) collapsed.add(k); });
         draw();
       }}, "Collapse all"),
       h("label", {class: "check"}, ops, " operators"));
@@ -213,7 +214,8 @@ export function pagedTable(opts: PagedTableOpts, first: TablePage): HTMLElement 
                                onClick: () => { if (open) collapsed.add(key); else collapsed.delete(key); draw(); }},
                     open ? "▾" : "▸"));
       } else td.append(h("span", {class: "tog", "aria-hidden": "true"}, ""));
-      td.append(h("span", {class: "label", title: String(r.path ?? "")}, ...breakable(treeLabel(r))));
+      td.append(h("span", {class: "label", title: String(r.path ?? "") + (r.virtual ? " (groups the rows under it; no figures of its own)" : "")},
+                  ...breakable(treeLabel(r))));
     } else if (c.key === "path" && typeof r.path === "string") {
       if (isOp(r)) {
         td.append(h("span", {class: "label"}, ...breakable(cleanText(r.name))),
@@ -247,13 +249,15 @@ export function pagedTable(opts: PagedTableOpts, first: TablePage): HTMLElement 
     }), stackKeys.length ? h("th", {scope: "col"}, "Call stack") : null);
 
     const tree = opts.tree && !q.sort && !q.q && isTreeRows(page.rows);   // sorted or filtered: a flat list
-    const tv = tree ? treeView(page.rows, collapsed, showOps) : null;
+    const rows = tree ? treeOrder(page.rows) : page.rows;
+    const tv = tree ? treeView(rows, collapsed, showOps) : null;
     drawTreeTools(tree);
     resetSort.hidden = !q.sort;
     const body = h("tbody");
-    page.rows.forEach((r, i) => {
+    rows.forEach((r, i) => {
       if (tv?.hidden[i]) return;
-      const tr = h("tr", {class: [statusClass(r), isOp(r) && opts.tree ? "kind-op" : ""].filter(Boolean).join(" ")});
+      const tr = h("tr", {class: [statusClass(r), isOp(r) && opts.tree ? "kind-op" : "", r.virtual ? "virtual" : ""]
+                                 .filter(Boolean).join(" ")});
       for (const c of cols) {
         const v = r[c.key];
         const td = h("td", {class: cellClass(c, v) + (c.key === nameCol ? " name" : c.type === "text" ? " text" : "")});

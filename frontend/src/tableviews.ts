@@ -59,6 +59,11 @@ export const operatorView = tableView("operator", "Operator", {
 
 export const moduleView = tableView("module", "Module", {needs: ["modules"], needsBoth: true, limit: 500, tree: true});
 
-export const kernelView = tableView("kernel", "Kernel");
+export const kernelView: ViewDef = {
+  ...tableView("kernel", "Kernel"),
+  notFor: (b, t) => (b?.device && t?.device && b.device !== t.device
+    ? `kernels differ by platform (baseline ${b.device}, target ${t.device}); the Operator and Module views compare them`
+    : null),
+};
 
 export const apiView = tableView("api", "API");

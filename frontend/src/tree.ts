@@ -55,3 +55,60 @@ export function treeView(rows: Row[], collapsed: Set<string>, showOps: boolean):
   const levels = rows.filter((_, i) => kept[i]).map(level);
   return {hidden, hasKids, base: levels.length ? Math.min(...levels) : 0};
 }
+
+/** The parent module path of a path ("/A/B" -> "/A", "/A" -> ""). */
+function parentPath(p: string): string {
+  const i = p.lastIndexOf("/");
+  return i > 0 ? p.slice(0, i) : "";
+}
+
+interface Node {
+  row: Row | null;
+  items: Array<Row | string>;      // its operator rows and child module paths, in first-seen order
+}
+
+/**
+ * The rows in tree order: each module followed by its operators and child modules (in the
+ * order the server first lists them), and a placeholder row (`virtual: true`, no figures) for
+ * every ancestor the server has no row for (`/[ BACKWARD ]` above `/[ BACKWARD ]/Loss_0`),
+ * so that every row sits under its real parent and can be collapsed with it.
+ */
+export function treeOrder(rows: Row[]): Row[] {
+  const nodes = new Map<string, Node>();
+  const roots: string[] = [];
+  const node = (p: string): Node => {
+    let n = nodes.get(p);
+    if (!n) {
+      n = {row: null, items: []};
+      nodes.set(p, n);
+      const par = parentPath(p);
+      if (par) node(par).items.push(p);
+      else roots.push(p);
+    }
+    return n;
+  };
+  const loose: Row[] = [];
+  for (const r of rows) {
+    const p = String(r.path ?? "");
+    if (!p || p === "/") {
+      loose.push(r);
+      continue;
+    }
+    const n = node(p);
+    if (isOp(r)) n.items.push(r);
+    else if (!n.row) n.row = r;
+    else n.items.push(r);              // a second row for one module path: keep it, under the first
+  }
+  const out: Row[] = [];
+  const walk = (p: string) => {
+    const n = nodes.get(p)!;
+    out.push(n.row ?? {path: p, name: p.slice(p.lastIndexOf("/") + 1), kind: "module", virtual: true,
+                       depth: p.split("/").length - 1});
+    for (const it of n.items) {
+      if (typeof it === "string") walk(it);
+      else out.push(it);
+    }
+  };
+  roots.forEach(walk);
+  return [...loose, ...out];
+}

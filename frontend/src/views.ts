@@ -32,8 +32,9 @@ export function progressBox(what: string, l: Loading | null): HTMLElement {
 export function failure(what: string, e: unknown): HTMLElement {
   const msg = e instanceof Error ? e.message : String(e);
   if (e instanceof ApiError && (e.status === 404 || e.status === 422)) {
+    const why = msg.replace(/^[^:]*\bnot available\b[^:]*:\s*/i, "");      // the server's own "X not available:" said once
     return h("div", {class: "notice na", role: "status", "data-state": "not-available"},
-             h("b", null, `${what} is not available for this pair.`), " ", h("span", {class: "muted"}, msg));
+             h("b", null, `${what} is not available for this pair.`), " ", h("span", {class: "muted"}, why));
   }
   return h("div", {class: "notice error", role: "alert", "data-state": "error"}, h("b", null, `${what} failed: `), msg);
 }
