@@ -13,7 +13,8 @@ reverse) fails here too.  Skipped when ../shared/corpus is absent.
 """
 from __future__ import annotations
 
-import gzip
+import csv
+import io
 import json
 import os
 import random
@@ -25,10 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-import pytest
-
 from conftest import CORPUS, ROOT, needs_corpus
-from malformed.common import C_DB_L0, C_GPU, C_NPU_L1, DB, OUT, TEXT_FILES, TRACE, copy_npu, corpus_gpu_bytes, out
+from malformed.common import C_DB_L0, C_GPU, C_NPU_L1, DB, TEXT_FILES, TRACE, copy_npu, corpus_gpu_bytes, out
 
 pytestmark = needs_corpus
 KD, TV = "kernel_details.csv", "trace_view.json"
@@ -267,6 +266,34 @@ def _db_all_junk(dst):
     p = db(dst)
     sql(p, "UPDATE TASK SET startNs = 'abc'")
     return p.parent.parent
+
+
+@case("db-memory-record-junk", "db", "warning", "not numbers were read as unknown")
+def _db_memrec(dst):
+    p = db(dst)
+    sql(p, "UPDATE MEMORY_RECORD SET totalAllocated = 'lots' WHERE rowid % 4 = 0")
+    return p.parent.parent
+
+
+@case("db-string-ids-missing", "db", "warning", "STRING_IDS")
+def _db_strings(dst):
+    p = db(dst)
+    sql(p, "DELETE FROM STRING_IDS WHERE id % 5 = 0")
+    return p.parent.parent
+
+
+@case("npu-operator-memory-bad-times", "npu", "warning", "without a readable 'Allocation Time(us)'")
+def _om_times(dst):
+    w = npu(dst)
+    p = out(dst) / "operator_memory.csv"
+    rows = list(csv.reader(io.StringIO(p.read_text(encoding="utf-8-sig"), newline="")))
+    i = rows[0].index("Allocation Time(us)")
+    for r in rows[1::3]:
+        r[i] = "soon"
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="\r\n").writerows(rows)
+    p.write_text(buf.getvalue(), newline="")
+    return w
 
 
 # ------------------------------------------------------------------------------ running them

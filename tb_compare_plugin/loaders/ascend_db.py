@@ -139,6 +139,7 @@ class _Strings:
         self.ids = df["id"].to_numpy(np.int64)[o]
         self.vals = df["value"].to_numpy(object)[o]
         self.symbols = symbols
+        self.missing = 0        # references to ids STRING_IDS does not hold (read as no text)
 
     def text(self, ref) -> np.ndarray:
         ref = np.asarray(ref, dtype=np.int64)
@@ -147,6 +148,9 @@ class _Strings:
             pos = np.minimum(np.searchsorted(self.ids, ref), len(self.ids) - 1)
             ok = self.ids[pos] == ref
             out[ok] = self.vals[pos[ok]]
+            self.missing += int(((ref > 0) & ~ok).sum())
+        elif len(ref):
+            self.missing += int((ref > 0).sum())
         return out
 
     def sym(self, ref) -> np.ndarray:
@@ -265,6 +269,9 @@ class _Reader:
         self._memory()
         self._overlap()
         self._meta()
+        if self.s.missing:
+            self.meta.warnings.append(f"STRING_IDS: {self.s.missing:,} reference(s) to a string id it does not hold "
+                                      "(names, types, shapes ...) were read as no text")
         self.progress(1.0)
         return Profile(self.symbols, self.meta, self.t)
 
@@ -536,6 +543,10 @@ class _Reader:
             "v": "totalActive:f", "dev": "deviceId"}), "MEMORY_RECORD", ("ts",), "timestamp")
         parts = []
         if mr is not None and len(mr):
+            nan = int(mr[["a", "r", "v"]].isna().to_numpy().sum())
+            if nan:
+                self.meta.warnings.append(f"MEMORY_RECORD: {nan:,} totalAllocated/totalReserved/totalActive value(s) "
+                                          "that are not numbers were read as unknown")
             parts.append(pd.DataFrame({"ts": mr["ts"], "comp": self.s.sym(mr["comp"]), "dev": mr["dev"],
                                        "a": mr["a"], "r": mr["r"], "v": mr["v"]}))
         if APP not in set(self.symbols.string(int(c)) for c in (parts[0]["comp"].unique() if parts else ())):
