@@ -327,3 +327,16 @@ def test_stale_temporary_entries_are_removed(tmp_path):
     c.put_json(["x"], {})
     assert not os.path.exists(old_dir) and not os.path.exists(old_tmp)
     assert os.path.exists(new_dir)            # a writer may still be at work on it
+
+
+def test_offsets_stay_exact_across_dropped_whitespace(tmp_path):
+    """Dropped whitespace still counts: a ',' before ']' and a bad byte after a long run are
+    reported at their true offsets."""
+    a, _ = _event_halves()
+    head = b'{"traceEvents": [' + a
+    f = _write(tmp_path / "comma.json.gz", [head, b",", (b" ", 12 * MB), b"]}"], True)
+    with pytest.raises(LoadError, match=f"malformed JSON at byte {len(head):,}: ',' before ']'"):
+        kineto_json.load(str(f))
+    f = _write(tmp_path / "junk.json.gz", [head, b",", (b" ", 12 * MB), b"@]}"], True)
+    with pytest.raises(LoadError, match=f"malformed JSON at byte {len(head) + 1 + 12 * MB:,}"):
+        kineto_json.load(str(f))

@@ -267,7 +267,7 @@ def iter_event_chunks(path: str, decode: Callable[[memoryview], Any], chunk_byte
                     search_from -= st.squeeze()
                     buf = st.buf
                     search_from = max(search_from, len(buf) - 4096, 0)
-                    st.feed(src.read())
+                    st.feed(st.next_block(src))
                     continue
                 break
             comma = buf.find(b",", m.start())
@@ -377,6 +377,19 @@ class _State:
             return None
         self.tried = self.base + q
         return q
+
+    def next_block(self, src: ByteSource) -> bytes:
+        """The next block to feed; while nothing but the separator is pending (not mapped),
+        blocks of nothing but whitespace are counted and skipped instead of buffered."""
+        data = src.read()
+        if self.mapped or len(self.buf) != self.cstart + 1:
+            return data
+        while data and skip_ws(data, 0, len(data)) == len(data):
+            if self.sep_at is None:
+                self.sep_at = self.base + self.cstart
+            self.base += len(data)
+            data = src.read()
+        return data
 
     def sep_offset(self) -> int:
         """Absolute offset of the separator at ``cstart`` (where it was before a squeeze)."""
