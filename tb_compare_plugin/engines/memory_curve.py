@@ -30,6 +30,43 @@ COMPONENT_PREFERENCE = ("PTA", "PTA+GE", "GE", "APP")
 SERIES = ("allocated", "reserved", "active")
 
 
+# what each Ascend component's records measure, for labels (the tab, the workbook)
+COMPONENT_LABELS = {"APP": "the whole process: PyTorch, runtime and workspaces",
+                    "PTA": "the PyTorch caching allocator",
+                    "GE": "the graph engine",
+                    "PTA+GE": "the PyTorch caching allocator and the graph engine"}
+
+
+def component_label(component: str | None) -> str:
+    """``"APP (the whole process: ...)"``; for records without components (GPU traces) the
+    allocator's totals."""
+    if not component:
+        return "the PyTorch caching allocator (Total Reserved)"
+    what = COMPONENT_LABELS.get(component)
+    return f"{component} ({what})" if what else component
+
+
+def reserved_peak_component(profile, mask: np.ndarray | None = None) -> str | None:
+    """The component whose record holds the max reserved bytes (of ``mask``'s records), the
+    one Mem Usage comes from; None without named components or reserved figures."""
+    rec = profile.mem_records
+    r = rec["reserved_bytes"].to_numpy(dtype=float)
+    comp = rec["component"].to_numpy()
+    if mask is not None:
+        r, comp = r[mask], comp[mask]
+    ok = np.isfinite(r)
+    if not ok.any():
+        return None
+    cid = int(comp[ok][int(np.argmax(r[ok]))])
+    return profile.symbols.string(cid) if cid > 0 else None
+
+
+def peak_reserved_label(component: str | None) -> str:
+    """What the overview's Peak reserved memory (Mem Usage) measures."""
+    return ("Peak reserved memory over all components, reached by " + component_label(component)
+            if component else "Peak reserved memory of " + component_label(None))
+
+
 def peak_reserved_gb(profile) -> float:
     """The reference's "Mem Usage": max reserved bytes over every record (all components,
     APP included) in GiB; 0.0 when the profile has no reserved figure."""
@@ -167,13 +204,20 @@ def memory_curves(profile, max_points: int = 2000, component: str | None = None,
 
     Returns ``{"source": "records"|"allocations"|None, "component", "components", "device",
     "t_ms", "allocated_mb", "reserved_mb", "active_mb" (when present), "n_samples",
-    "peak": {"t_ms", "allocated_mb", "reserved_mb"} or None, "peak_reserved_gb"}``.  ``t_ms`` is
+    "peak": {"t_ms", "allocated_mb", "reserved_mb"} or None, "peak_reserved_gb",
+    "component_label", "peak_reserved_component", "peak_reserved_label"}``: the curve and its peak
+    are of ``component`` (``component_label`` says what it measures); ``peak_reserved_gb`` is the
+    overview's Mem Usage, the max over every component (``peak_reserved_component`` reached it).  ``t_ms`` is
     relative to the side's first event; MB are MiB; missing values are None.
     """
     source, component, ts, vals = side_series(profile, component, device)
+    top = reserved_peak_component(profile) if len(profile.mem_records) else None
     out = {"source": source, "component": component, "components": components(profile), "device": device,
+           "component_label": component_label(component) if source == "records" else
+           "allocations and frees (a running sum)" if source == "allocations" else None,
            "t_ms": [], "allocated_mb": [], "reserved_mb": [], "n_samples": 0, "peak": None,
-           "peak_reserved_gb": peak_reserved_gb(profile)}
+           "peak_reserved_gb": peak_reserved_gb(profile), "peak_reserved_component": top,
+           "peak_reserved_label": peak_reserved_label(top)}
     if not len(ts):
         return out
     keep = downsample_indices(ts, list(vals.values()), max_points)

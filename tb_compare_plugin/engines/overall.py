@@ -23,6 +23,7 @@ from . import kernel_classes as kc
 from . import overall_gpu, overall_npu
 from .communication import collective_name
 from .overall_rows import build_rows
+from .memory_curve import peak_reserved_label, reserved_peak_component
 from .per_step import decide
 from .overall_steps import StepError, select
 
@@ -80,6 +81,7 @@ class SideBreakdown:
     sdma_stream_count: int = 0
     steps_marked: bool = True                       # False: no step markers, steps_count is a stand-in 1
     memory_peak_gb: float | None = None
+    memory_peak_component: str | None = None        # the component whose record holds memory_peak_gb
     bandwidth: dict = field(default_factory=dict)   # {"rdma_gbps", "sdma_gbps"} (NPU text/DB)
     notes: list = field(default_factory=list)
 
@@ -110,8 +112,11 @@ class OverallResult:
             "notes": list(self.notes),
             "per_step": self.per_step,
             "steps_count": {"baseline": self.baseline.steps_count, "target": self.target.steps_count},
-            "memory": {"baseline": {"peak_reserved_gb": self.baseline.memory_peak_gb},
-                       "target": {"peak_reserved_gb": self.target.memory_peak_gb}},
+            "memory": {w: {"peak_reserved_gb": s.memory_peak_gb,
+                           "peak_reserved_component": s.memory_peak_component,
+                           "peak_reserved_label": None if s.memory_peak_gb is None else
+                           peak_reserved_label(s.memory_peak_component)}
+                       for w, s in (("baseline", self.baseline), ("target", self.target))},
             "bandwidth": {"baseline": dict(self.baseline.bandwidth), "target": dict(self.target.bandwidth)},
         }
 
@@ -156,20 +161,22 @@ def _bucket_metrics(sym, codes: np.ndarray, names: np.ndarray, dur: np.ndarray, 
     return out
 
 
-def _memory_gb(profile, sel, compat: bool = False) -> float | None:
-    """Mem Usage: max reserved bytes of the selected records, GiB.  ``compat``: without the
-    components the loader added from a table the reference never reads (docs/deviations.md)."""
+def _memory_gb(profile, sel, compat: bool = False) -> tuple[float | None, str | None]:
+    """(Mem Usage: max reserved bytes of the selected records, GiB; the component it is of).
+    ``compat``: without the components the loader added from a table the reference never reads (docs/deviations.md)."""
     mr = profile.mem_records
     if not len(mr):
-        return None
+        return None, None
     v = mr["reserved_bytes"].to_numpy()[sel.mem_records]
     dev = mr["device"].to_numpy()[sel.mem_records]
     keep = np.isfinite(v) & ((dev >= 0) if profile.meta.device == "GPU" else True)
     added = [profile.symbols.lookup(c) for c in profile.meta.mem_components_added] if compat else []
     if added:
         keep &= ~np.isin(mr["component"].to_numpy()[sel.mem_records], added)
-    v = v[keep]
-    return float(v.max()) / 1024 ** 3 if len(v) else None
+    if not keep.any():
+        return None, None
+    rows = np.flatnonzero(sel.mem_records)[keep]               # the kept records' indices
+    return float(v[keep].max()) / 1024 ** 3, reserved_peak_component(profile, rows)
 
 
 def _bandwidth(profile, step: int | None, compat: bool) -> dict:
@@ -329,7 +336,7 @@ def breakdown(profile, step: int | None = None, reference_compat: bool = False,
                                       Metric(g.wait_ns, None, wtop), Metric(g.transmit_ns, None, gtop),
                                       g.first_ns, frozenset(c for c in colls if c), g.redundant))
     sb.overlaps = list(dt.overlaps)
-    sb.memory_peak_gb = _memory_gb(profile, sel, reference_compat)
+    sb.memory_peak_gb, sb.memory_peak_component = _memory_gb(profile, sel, reference_compat)
     if device == "NPU":
         sb.bandwidth = _bandwidth(profile, sel.step, reference_compat)
     return sb

@@ -6,7 +6,23 @@ from __future__ import annotations
 def memory_curve_payload(cmp) -> dict:
     body = dict(cmp.memory_curves())
     body["attribution"] = cmp.memory_peak().head(50).to_dict(orient="records")
+    body["notes"] = memory_notes(body)
     return body
+
+
+def memory_notes(curves: dict) -> list[str]:
+    """Why this view's peak and the overview's Peak reserved memory differ, per side where they
+    are of different components (Ascend: the view shows PTA, Mem Usage is APP's)."""
+    out = []
+    for who in ("baseline", "target"):
+        c = curves.get(who) or {}
+        top, shown = c.get("peak_reserved_component"), c.get("component")
+        if top and c.get("source") == "records" and shown and top != shown:
+            from ..engines.memory_curve import component_label
+            out.append(f"{who}: the overview's Peak reserved memory ({c.get('peak_reserved_gb'):,.3f} GB) is the "
+                       f"max over all components, reached by {component_label(top)}; this view shows "
+                       f"{c.get('component_label')}, whose reserved memory is lower.")
+    return out
 
 
 def communication_payload(cmp) -> dict:

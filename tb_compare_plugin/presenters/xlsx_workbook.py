@@ -263,6 +263,8 @@ def _side_info(cmp) -> list[list]:
                                                       (sc.target_div, sc.target_marked)))])
         rows.append(["Peak reserved memory (GB)", d["memory"]["baseline"]["peak_reserved_gb"],
                      d["memory"]["target"]["peak_reserved_gb"]])
+        rows.append(["Peak reserved memory is of", d["memory"]["baseline"]["peak_reserved_label"],
+                     d["memory"]["target"]["peak_reserved_label"]])
         for k, label in (("rdma_gbps", "RDMA bandwidth (GB/s)"), ("sdma_gbps", "SDMA bandwidth (GB/s)")):
             bb, tb = d["bandwidth"]["baseline"].get(k), d["bandwidth"]["target"].get(k)
             if bb is not None or tb is not None:
