@@ -340,3 +340,23 @@ def test_offsets_stay_exact_across_dropped_whitespace(tmp_path):
     f = _write(tmp_path / "junk.json.gz", [head, b",", (b" ", 12 * MB), b"@]}"], True)
     with pytest.raises(LoadError, match=f"malformed JSON at byte {len(head) + 1 + 12 * MB:,}"):
         kineto_json.load(str(f))
+
+
+def test_tensorboard_flag_sets_the_limit(monkeypatch):
+    """--profile_compare_max_expanded_mb is a TensorBoard flag, and reaches the loaders (and,
+    through the environment, the parser processes the plugin starts later)."""
+    import argparse
+    from tensorboard.plugins import base_plugin
+    from tb_compare_plugin.loader import ProfileCompareLoader
+    from tb_compare_plugin.loaders import bytesource
+    parser = argparse.ArgumentParser()
+    ProfileCompareLoader().define_flags(parser)
+    flags = parser.parse_args(["--profile_compare_max_expanded_mb", "3"])
+    monkeypatch.delenv("TB_COMPARE_MAX_EXPANDED_MB", raising=False)
+    assert bytesource.max_expanded_bytes() == 8192 * MB
+    plugin = ProfileCompareLoader().load(base_plugin.TBContext(logdir=str(SAMPLES), flags=flags))
+    try:
+        assert bytesource.max_expanded_bytes() == 3 * MB
+    finally:
+        plugin.close()
+        monkeypatch.delenv("TB_COMPARE_MAX_EXPANDED_MB", raising=False)
