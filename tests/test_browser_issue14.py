@@ -37,6 +37,9 @@ def logdir(tmp_path_factory):
     d = tmp_path_factory.mktemp("i14logs")
     for name in ("baseline_gpu", "target_npu", "target_npu_v2"):
         (d / name).symlink_to(SAMPLES / name)
+    broken = d / "broken_gpu"                       # a trace cut off mid-file: the side cannot be read
+    broken.mkdir()
+    (broken / "worker0.pt.trace.json").write_text('{"schemaVersion": 1, "traceEvents": [{"ph": "X", "name": "aten::mm", ')
     for rel in (LONG_RUN, NPU_L1):
         src = CORPUS / rel
         if src.is_dir():
@@ -250,4 +253,25 @@ def test_hints_link_only_views_that_apply(browser, tb):
     assert not any("/compare/kernel?" in u for u in requests), [u for u in requests if "/compare/kernel" in u]
     shoot(t.page, ART / "issue14_kernel_na_1024.png", full=False)
     assert t.console.errors() == []
+    t.close()
+
+
+# -- item 5: an unreadable side ---------------------------------------------------------------------
+
+def test_unreadable_side_disables_the_workbook(browser, tb):
+    """A pair whose target cannot be read: the tab says why, and Download xlsx is a disabled
+    button whose title gives the same reason (it was a link to a download the server refused)."""
+    t = Tab(browser, tb.url, 1024, 700)
+    t.open(pair_hash(BASE, "broken_gpu/worker0"), "[data-state=worker-error]")
+    f = t.f
+    xlsx = f.locator('[data-role="xlsx"]')
+    t.wait(lambda: xlsx.evaluate("(e) => e.tagName") == "BUTTON")
+    assert xlsx.is_disabled()
+    title = xlsx.get_attribute("title")
+    assert title.startswith("No workbook: Target (worker0") and "cannot be read" in title, title
+    shoot(t.page, ART / "issue14_unreadable_side_1024.png", full=False)
+    # a readable pair again: the download is back
+    t.page.goto(tb.url + "/" + pair_hash())
+    f.locator(f"{CONTENT} table.metrics").wait_for(timeout=60000)
+    t.wait(lambda: f.locator('a[data-role="xlsx"]').count() == 1)
     t.close()

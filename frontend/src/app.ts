@@ -95,14 +95,14 @@ export class App {
     }
     writeHash(this.st);
     this.picker.update(this.runs, this.st);
-    this.workbook.update(this.st, this.env);
+    this.workbook.update(this.st, this.env, this.unreadable());
     this.settings.update(this.st);
     this.drawTabs();
     if (render) this.show(false);
   }
 
-  /** The server has not finished its first scan of the log folder: list the runs again soon. */
-  private afterFirstScan(): void {
+  /** List the runs again soon: the server's first scan of the log folder is not done, or a side still parses. */
+  private refreshSoon(): void {
     if (this.scanTimer) return;
     this.scanTimer = window.setTimeout(() => {
       this.scanTimer = 0;
@@ -142,7 +142,7 @@ export class App {
     if (next.base || next.target) this.chosen = true;
     this.st = {...next, tables: {...this.st.tables, ...next.tables}};
     this.picker.update(this.runs, this.st);
-    this.workbook.update(this.st, this.env);
+    this.workbook.update(this.st, this.env, this.unreadable());
     this.settings.update(this.st);
     this.drawTabs();
     this.show(false);
@@ -163,14 +163,14 @@ export class App {
       if (isLoading(r)) return;
       this.runs = {runs: Array.isArray(r.runs) ? r.runs : [], pairs: r.pairs ?? [], env: r.env, error: r.error};
       this.env = r.env;
-      if ((r.scanned_at === 0 || r.scanned_at === null) && !r.error) this.afterFirstScan();
+      if ((r.scanned_at === 0 || r.scanned_at === null) && !r.error) this.refreshSoon();
       replace(this.banner, r.error ? h("div", {class: "notice error"}, `Scanning the log folder failed: ${r.error}`) : null);
     } catch (e) {
       replace(this.banner, h("div", {class: "notice error"}, `Cannot list runs: ${(e as Error).message}`));
     }
     this.openSuggested();
     this.picker.update(this.runs, this.st);
-    this.workbook.update(this.st, this.env);
+    this.workbook.update(this.st, this.env, this.unreadable());
     this.drawTabs();
   }
 
@@ -207,6 +207,16 @@ export class App {
       b.setAttribute("aria-disabled", String(!avail.has(v)));
       b.classList.toggle("na", !avail.has(v));
     }
+  }
+
+  /** Why no workbook can be made for the chosen pair (a side cannot be read), or null. */
+  private unreadable(): string | null {
+    const out: string[] = [];
+    for (const [label, sel] of [["Baseline", this.st.base], ["Target", this.st.target]] as const) {
+      const w = findWorker(this.runs, sel?.worker);
+      if (w?.status === "error") out.push(`${label} (${w.name}) cannot be read: ${w.error || "unknown error"}`);
+    }
+    return out.length ? out.join("; ") : null;
   }
 
   private reason(v: ViewName): string | null {
@@ -266,6 +276,15 @@ export class App {
     await def.render(this.content, ctx);
   }
 
+  /** While one of these workers still parses (and the view is current), list the runs again each second. */
+  private async followParse(ids: string[], alive: () => boolean): Promise<void> {
+    while (alive() && ids.some((id) => findWorker(this.runs, id)?.status === "loading")) {
+      await sleep(1000);
+      if (!alive()) return;
+      await this.refreshRuns();
+    }
+  }
+
   /** Parse both workers if needed, showing progress; false (with a message shown) if one cannot be read. */
   private async ensureLoaded(sides: Array<[string, string]>, alive: () => boolean): Promise<boolean> {
     let wait = 400;
@@ -279,6 +298,7 @@ export class App {
       }
       const bad = ws.filter(([, , w]) => w?.status === "error");
       if (bad.length) {
+        void this.followParse(sides.map(([, id]) => id), alive);     // the other side's parse status, in place
         replace(this.content, h("div", {class: "notice error", role: "alert", "data-state": "worker-error"}, ...bad.map(([label, , w]) =>
           h("div", null, h("b", null, `${label} (${w!.name}) cannot be read: `), w!.error || "unknown error"))));
         return false;

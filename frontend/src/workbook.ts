@@ -24,28 +24,31 @@ export class Workbook {
   readonly el = h("div", {class: "actions"});
   private sig = "";
 
-  update(st: State, env: Env | undefined): void {
-    const sig = JSON.stringify([st.base, st.target, st.compat, env]);
+  /** `blocked`: why no workbook can be made for this pair (an unreadable side), shown on the disabled button. */
+  update(st: State, env: Env | undefined, blocked: string | null = null): void {
+    const sig = JSON.stringify([st.base, st.target, st.compat, env, blocked]);
     if (sig === this.sig) return;
     this.sig = sig;
     const vscode = env?.vscode === true;
     const sandboxed = vscode || framedCrossOrigin();
-    const ready = !!st.base && !!st.target;
+    const ready = !!st.base && !!st.target && !blocked;
     const params = ready ? pairParams(st.base!, st.target!, st.compat) : null;
     const parts: HTMLElement[] = [];
     if (!vscode) {
       parts.push(ready
         ? h("a", {class: "btn primary", href: url("compare/xlsx", params!), download: "", role: "button",
                   "data-role": "xlsx", title: "Download the comparison as an Excel workbook"}, "⤓ Download xlsx")
-        : h("button", {class: "btn", type: "button", disabled: true, "data-role": "xlsx"}, "⤓ Download xlsx"));
+        : h("button", {class: "btn", type: "button", disabled: true, "data-role": "xlsx",
+                       title: blocked ? `No workbook: ${blocked}` : "Pick a baseline and a target first"}, "⤓ Download xlsx"));
     }
     if (sandboxed) {
       const out = h("div", {class: "export-path", role: "status"});
       const btn = h("button", {class: vscode ? "btn primary" : "btn", type: "button", disabled: !ready, "data-role": "export",
-                               title: `Save the workbook on the machine running TensorBoard${env?.export_dir ? ` (${env.export_dir})` : ""}`},
+                               title: blocked ? `No workbook: ${blocked}`
+                                 : `Save the workbook on the machine running TensorBoard${env?.export_dir ? ` (${env.export_dir})` : ""}`},
                     vscode ? "⤓ Save xlsx" : "Save xlsx on server");
       btn.addEventListener("click", async () => {
-        if (!params) return;
+        if (!params || blocked) return;
         btn.disabled = true;
         replace(out, h("span", {class: "muted"}, "Saving…"));
         try {
@@ -58,7 +61,7 @@ export class Workbook {
         } catch (e) {
           replace(out, h("span", {class: "err-text"}, `Could not save: ${(e as Error).message}`));
         } finally {
-          btn.disabled = false;
+          btn.disabled = !ready;
         }
       });
       parts.push(btn, out);
