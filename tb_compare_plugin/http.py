@@ -42,26 +42,29 @@ def error_response(request, code: int, message: str, **extra):
     return json_response(request, body, code)
 
 
-def route(handler):
-    """Wrap a handler(request) -> response; map every failure to a JSON error."""
+def route(handler, tidy=None):
+    """Wrap a handler(request) -> response; map every failure to a JSON error.  ``tidy``: how
+    an error's text is shown (the plugin's: paths relative to the logdir)."""
+    tidy = tidy or (lambda s: s)
+
     @wrappers.Request.application
     def app(request):
         try:
             return handler(request)
         except HttpError as e:
-            return error_response(request, e.code, e.message, **e.extra)
+            return error_response(request, e.code, tidy(e.message), **e.extra)
         except Pending as e:
-            return error_response(request, 202, e.message, status="loading", progress=e.progress)
+            return error_response(request, 202, tidy(e.message), status="loading", progress=e.progress)
         except NotParsed as e:
             extra = {"workers": e.workers} if e.workers is not None else {}
-            return error_response(request, 409, e.message, status="not_loaded", **extra)
+            return error_response(request, 409, tidy(e.message), status="not_loaded", **extra)
         except Unusable as e:
-            return error_response(request, 422, e.message)
+            return error_response(request, 422, tidy(e.message))
         except LoadError as e:
-            return error_response(request, 422, str(e))
+            return error_response(request, 422, tidy(str(e)))
         except Exception as e:  # noqa: BLE001 - TensorBoard must never see an exception
             log.exception("profile_compare: %s failed", request.path)
-            return error_response(request, 500, f"internal error: {type(e).__name__}: {e}")
+            return error_response(request, 500, tidy(f"internal error: {type(e).__name__}: {e}"))
     return app
 
 

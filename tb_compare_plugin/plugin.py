@@ -15,6 +15,7 @@ from .discovery import split_worker_id
 from .discovery.scanner import Scanner
 from .comparison import Options
 from .http import HttpError, arg, float_arg, int_arg, json_body, json_response, route
+from .presenters.relpaths import RelativePaths
 from .presenters.runs_json import runs_payload, worker_payload
 from .service.compare import WAIT_SECONDS, CompareService  # noqa: F401 - WAIT_SECONDS: older name
 
@@ -49,6 +50,7 @@ class ProfileComparePlugin(base_plugin.TBPlugin):
         if max_mb and 0 < max_mb < float("inf"):   # read by the loaders, in the parser processes too
             os.environ["TB_COMPARE_MAX_EXPANDED_MB"] = repr(float(max_mb))
         self._service = CompareService(self._logdir)
+        self._paths = RelativePaths(self._logdir)      # how the tab sees paths: relative to the logdir
 
     @property
     def _store(self):
@@ -71,19 +73,26 @@ class ProfileComparePlugin(base_plugin.TBPlugin):
 
     def get_plugin_apps(self):
         self._scanner.start()
+        def r(handler):
+            return route(handler, tidy=self._paths.text)
         return {
-            "/runs": route(self._runs),
-            "/worker": route(self._worker),
-            "/load": route(self._load),
-            "/analyses": route(self._analyses),
-            "/compare/overall": route(self._compare_overall),
-            "/compare/memory_curve": route(self._compare_memory_curve),
-            "/compare/xlsx": route(self._compare_xlsx),
-            "/export": route(self._export),
-            "/compare/communication": route(self._compare_communication),
-            "/compare/*": route(self._compare_view),
-            "/static/*": route(self._static),
+            "/runs": r(self._runs),
+            "/worker": r(self._worker),
+            "/load": r(self._load),
+            "/analyses": r(self._analyses),
+            "/compare/overall": r(self._compare_overall),
+            "/compare/memory_curve": r(self._compare_memory_curve),
+            "/compare/xlsx": r(self._compare_xlsx),
+            "/export": r(self._export),
+            "/compare/communication": r(self._compare_communication),
+            "/compare/*": r(self._compare_view),
+            "/static/*": r(self._static),
         }
+
+    def _reply(self, request, obj):
+        """A JSON answer as the tab sees it: every path in it relative to the logdir (the one
+        place answers are presented; errors go through the same ``RelativePaths`` in ``route``)."""
+        return json_response(request, self._paths.obj(obj))
 
     # -- parameters ----------------------------------------------------------------------
     def _spec(self, wid: str):
@@ -157,7 +166,7 @@ class ProfileComparePlugin(base_plugin.TBPlugin):
                       limit=int_arg(request, "limit", 100, 1, 1000))
         from .analyses import Unavailable
         try:
-            return json_response(request, self._service.table(*self._pair(request), view, params, may_parse))
+            return self._reply(request, self._service.table(*self._pair(request), view, params, may_parse))
         except ValueError as e:
             raise HttpError(400, str(e))
         except Unavailable as e:
@@ -177,7 +186,7 @@ class ProfileComparePlugin(base_plugin.TBPlugin):
                 sides.append(spec if prof is None else prof)
         if len(sides) == 1:
             raise HttpError(400, "give both baseline and target, or neither")
-        return json_response(request, analyses_payload(analyses("route"), *sides))
+        return self._reply(request, analyses_payload(analyses("route"), *sides))
 
     def _compare_xlsx(self, request):
         from tensorboard.backend import http_util
@@ -212,23 +221,23 @@ class ProfileComparePlugin(base_plugin.TBPlugin):
             finish(False)
             raise
         finish(True)
-        return json_response(request, {"path": path})
+        return json_response(request, {"path": path})  # outside the logdir: absolute
 
     def _compare_memory_curve(self, request):
         from .presenters.answers_json import memory_curve_payload
         may_parse = self._accept_post(request)
-        return json_response(request, self._service.answer(*self._pair(request), "memory_curve",
+        return self._reply(request, self._service.answer(*self._pair(request), "memory_curve",
                                                            memory_curve_payload, may_parse))
 
     def _compare_communication(self, request):
         from .presenters.answers_json import communication_payload
         may_parse = self._accept_post(request)
-        return json_response(request, self._service.answer(*self._pair(request), "communication",
+        return self._reply(request, self._service.answer(*self._pair(request), "communication",
                                                            communication_payload, may_parse))
 
     def _compare_overall(self, request):
         may_parse = self._accept_post(request)
-        return json_response(request, self._service.overview(*self._pair(request), may_parse))
+        return self._reply(request, self._service.overview(*self._pair(request), may_parse))
 
     def _runs(self, request):
         snap = self._scanner.snapshot
@@ -238,7 +247,7 @@ class ProfileComparePlugin(base_plugin.TBPlugin):
         body = runs_payload(snap, self._store)
         body["env"] = {"vscode": os.environ.get("VSCODE_TENSORBOARD_LAUNCH") == "1",
                        "export_dir": self._export_dir}
-        return json_response(request, body)
+        return self._reply(request, body)
 
     def _worker(self, request):
         may_parse = self._accept_post(request)
@@ -246,7 +255,7 @@ class ProfileComparePlugin(base_plugin.TBPlugin):
         prof = self._service.profile(spec, may_parse)
         body = worker_payload(spec, self._store)
         body["summary"] = prof.summary()
-        return json_response(request, body)
+        return self._reply(request, body)
 
     def _load(self, request):
         body = json_body(request)
@@ -256,7 +265,7 @@ class ProfileComparePlugin(base_plugin.TBPlugin):
         out = {}
         for wid in ids:
             out[wid] = self._service.start_load(self._spec(wid))
-        return json_response(request, {"workers": out})
+        return self._reply(request, {"workers": out})
 
     def _static(self, request):
         name = request.path.rsplit("/static/", 1)[-1]

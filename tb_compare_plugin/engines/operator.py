@@ -153,6 +153,9 @@ def _side(tree: OpTree, nodes: np.ndarray, prefix: str) -> dict:
         f"{prefix}_name": tree.strings("name", nodes),
         f"{prefix}_input_shape": tree.strings("input_shapes", nodes),
         f"{prefix}_input_type": tree.strings("input_types", nodes),
+        # the op's own call stack, as the Module view shows it (None where the profile has none)
+        f"{prefix}_call_stack": np.array([c or None for c in tree.strings("call_stack", nodes).tolist()],
+                                         dtype=object),
         f"{prefix}_kernel_details": np.array([d if k >= 0 else None for d, k in
                                               zip(tree.details_many(nodes), nodes.tolist())], dtype=object),
         f"{prefix}_device_us": dev,

@@ -32,6 +32,8 @@ registration order; ``xlsx_analysis``):
   side by side and sorted by the growth (``engines.memory_peak``).
 * ``MemoryCurve`` — each side's allocated / reserved memory over time (ms from the side's first
   event), thinned to ≤ 2,000 points with every peak kept.
+* ``Operators`` — when the module sheets took the operator sheets' place (both sides have
+  ``nn.Module`` data): the tab's Operator view, per operator name (``analyses`` "operator").
 
 Layout of every sheet: row 1 the banners ``Base Profiling: <path>`` (green ``00FF00``, bold) and
 ``Comparison Profiling: <path>`` (yellow ``FFFF00``, bold) merged over each side's columns; row 2
@@ -310,6 +312,23 @@ def _plan(cmp, sheets, notes: list) -> list[SheetData]:
     return planned
 
 
+def _operator_sheet(cmp, sheets, by_name: dict, notes: list, taken: set) -> list[SheetData]:
+    """Our ``Operators`` sheet (the tab's Operator view: per operator name, compute and
+    communication split) when the reference's module sheets took the operator sheets' place."""
+    if S.MODULE_STATS.name not in by_name or (sheets is not None and "operator" not in sheets):
+        return []
+    from ..analyses import get
+    from .xlsx_analysis import analysis_sheet
+    try:
+        a = get("operator")
+        d = analysis_sheet(a, cmp.analysis(a.name), taken)
+    except Exception as e:             # the module sheets are written; this one is extra
+        notes.append(f"The Operators sheet was not written: {type(e).__name__}: {e}")
+        log.warning("xlsx: Operators sheet skipped: %s", e, exc_info=True)
+        return []
+    return [d]
+
+
 def _analysis_sheets(cmp, sheets, notes: list, taken: set) -> list[SheetData]:
     """Sheets of the registered analyses whose outputs hold "sheet", after ours."""
     from ..analyses import Unavailable, analyses, missing_inputs
@@ -336,9 +355,10 @@ def _analysis_sheets(cmp, sheets, notes: list, taken: set) -> list[SheetData]:
     return out
 
 
+OPERATORS = "Operators"          # ours: the Operator view's table when the module sheets are written
 ORDER = [S.OVERALL.name, S.COMMUNICATION.name, S.MODULE_STATS.name, S.MODULE.name, S.OPERATOR_STATS.name,
          S.OPERATOR.name, S.MEMORY_STATS.name, S.MEMORY.name, S.API.name, S.KERNEL.name,
-         S.SUMMARY.name, S.COMM_GROUPS.name, S.MEMORY_PEAK.name, S.MEMORY_CURVE.name]
+         S.SUMMARY.name, S.COMM_GROUPS.name, S.MEMORY_PEAK.name, S.MEMORY_CURVE.name, OPERATORS]
 
 
 def open_target(target):
@@ -378,6 +398,8 @@ def _write(cmp, target, sheets) -> list[str]:
     notes: list[str] = []
     planned = _plan(cmp, sheets, notes)
     by_name = {d.layout.name: d for d in planned}
+    for d in _operator_sheet(cmp, sheets, by_name, notes, set(ORDER) - {OPERATORS}):
+        by_name[d.layout.name] = d
     extra = _analysis_sheets(cmp, sheets, notes, set(ORDER))
     summary = by_name.get(S.SUMMARY.name)
     if summary is None and (not any(d.rows for d in planned) or notes):
