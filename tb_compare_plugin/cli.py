@@ -100,7 +100,11 @@ def resolve(path: str, rank: int | None, role: str):
         have = ", ".join(f"{w.name} (rank {w.rank})" for w in workers)
         flag = "--base-rank" if role == "baseline" else "--target-rank"
         raise CliError(f"{role} {path} holds {len(workers)} workers ({have}): pick one with {flag}")
-    return workers[0]
+    w = workers[0]
+    if w.run in (".", ""):              # PATH is the run folder itself: it names the run
+        import dataclasses
+        w = dataclasses.replace(w, run=os.path.basename(os.path.abspath(path).rstrip(os.sep)) or w.run)
+    return w
 
 
 class Progress:

@@ -27,7 +27,27 @@ def memory_notes(curves: dict) -> list[str]:
 
 def communication_payload(cmp) -> dict:
     res = cmp.communication()
-    return {"rows": res.to_list(), "notes": list(getattr(res, "notes", []))}
+    rows = res.to_list()
+    return {"rows": rows, "notes": list(getattr(res, "notes", [])) + wait_notes(rows)}
+
+
+def wait_notes(rows: list) -> list[str]:
+    """Why the Notify_Wait task totals here dwarf the overview's Wait, when a side has them."""
+    totals = {}
+    for r in rows:
+        for t in r.get("tasks") or []:
+            if t.get("name") == "Notify_Wait":
+                for who in ("baseline", "target"):
+                    totals[who] = totals.get(who, 0.0) + float((t.get(who) or {}).get("total_ms") or 0.0)
+    shown = {w: v for w, v in totals.items() if v > 0}
+    if not shown:
+        return []
+    figures = ", ".join(f"{w} {v:,.3f} ms" for w, v in shown.items())
+    return [f"Notify_Wait here ({figures}) is the sum of every Notify_Wait task on every plane of each group, "
+            "including waits hidden behind computation and RDMA waits that are transfer time. The overview's "
+            "Wait is much narrower: per group, only the counted Notify_Wait of the plane with the least of it "
+            "(RDMA transfer waits excluded) that overlaps uncovered communication (Communication(Not Overlapped)), "
+            "so it can be far smaller, even 0."]
 
 
 def analyses_payload(items, base=None, target=None) -> dict:

@@ -8,6 +8,8 @@ import re
 _VERSION_RE = re.compile(r"(v?\d+(?:[._]\d+)*|new|old|baseline|base|target|before|after|control|test)",
                          re.I)
 _RANK_FOLDER_RE = re.compile(r"rank[_-]?\d+", re.I)
+# a profiler level (Ascend's profiler_level Level0/1/2: "level1", "lvl_2"): a setting, not a version
+_LEVEL_RE = re.compile(r"(?<![a-z])(?:level|lvl)[_-]?(\d)(?!\d)", re.I)
 
 
 def worker_payload(spec, store) -> dict:
@@ -48,6 +50,27 @@ def run_device(run_payload: dict) -> str | None:
 
 def _version_free(name: str) -> str:
     return _VERSION_RE.sub("#", os.path.basename(name))
+
+
+def _levels(a: str, b: str) -> tuple[str, str] | None:
+    """(level of a, level of b) when two folder names differ only by a profiler level
+    (``..._level0`` / ``..._level1``), else None."""
+    a, b = os.path.basename(a), os.path.basename(b)
+    la, lb = _LEVEL_RE.findall(a), _LEVEL_RE.findall(b)
+    if not la or la == lb or _LEVEL_RE.sub("#", a).lower() != _LEVEL_RE.sub("#", b).lower():
+        return None
+    return ",".join(f"level{x}" for x in la), ",".join(f"level{x}" for x in lb)
+
+
+def _why_apart(a: str, b: str, what: str) -> str | None:
+    """Why two names that differ in one part make a pair: a profiler level (said as such) or a
+    version-like part; None when neither."""
+    lv = _levels(a, b)
+    if lv:
+        return f"{what} differ only by the profiler level ({lv[0]} and {lv[1]})"
+    if _versions(a, b):
+        return f"{what} differ only by a version-like part"
+    return None
 
 
 def _versions(a: str, b: str) -> bool:
@@ -115,9 +138,10 @@ def suggest_pairs(runs: list[dict]) -> list[dict]:
                 add(g, n, "GPU and NPU runs in the same folder")
         for i, a in enumerate(sibs):
             for b in sibs[i + 1:]:
-                if _versions(a["name"], b["name"]):
+                why = _why_apart(a["name"], b["name"], "run names")
+                if why:
                     lo, hi = sorted((a, b), key=lambda r: r["name"])
-                    add(lo, hi, "run names differ only by a version-like part")
+                    add(lo, hi, why)
     for a, b, i in _one_folder_apart(runs):
         da, db = run_device(a), run_device(b)
         fa, fb = a["name"].split("/")[i], b["name"].split("/")[i]
@@ -125,9 +149,9 @@ def suggest_pairs(runs: list[dict]) -> list[dict]:
             g, n = (a, b) if da == "GPU" else (b, a)
             fg, fn = (fa, fb) if da == "GPU" else (fb, fa)
             add(g, n, f"GPU and NPU runs at the same path under {fg}/ and {fn}/")
-        elif _versions(fa, fb):
+        elif _why_apart(fa, fb, "which"):
             (lo, flo), (hi, fhi) = sorted(((a, fa), (b, fb)), key=lambda x: x[0]["name"])
-            add(lo, hi, f"runs at the same path under {flo}/ and {fhi}/, which differ only by a version-like part")
+            add(lo, hi, f"runs at the same path under {flo}/ and {fhi}/, " + _why_apart(flo, fhi, "which"))
     return pairs
 
 
