@@ -1,6 +1,6 @@
 """Issue 14, item 8 (backend): the workbook gets our Operators sheet after the reference's sheets
 even when module data put the Module sheets in the operator sheets' place; the tab's answers
-(errors, warnings) name paths relative to the logdir; per-instance operator rows carry the ops'
+(errors, warnings) and its workbooks' banners name paths relative to the logdir; per-instance operator rows carry the ops'
 call stacks (the source the Module view reads)."""
 from __future__ import annotations
 
@@ -55,6 +55,9 @@ def test_operators_sheet_after_the_reference_sheets_with_module_data(npu_pair):
     last_reference = max(names.index(s) for s in ("OverallMetrics", "ModuleCompareStatistic", "ModuleCompare",
                                                   "ApiCompare") if s in names)
     assert names.index("Operators") > last_reference
+    banner = [v for v in next(wb["ModuleCompareStatistic"].iter_rows(values_only=True)) if v]
+    # the banners name the profiles relative to the logdir (the ids here are those paths)
+    assert banner == [f"Base Profiling: {pair['baseline']}", f"Comparison Profiling: {pair['target']}"], banner
     rows = [list(r) for r in wb["Operators"].iter_rows(values_only=True)]
     header = rows[2]
     assert header[0] == "Operator" and "Device Diff (ms)" in header

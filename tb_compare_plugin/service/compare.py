@@ -31,12 +31,14 @@ def pair_key(base, target, options) -> tuple:
     return (base.id, base.fingerprint, target.id, target.fingerprint, options.key())
 
 
-def make_comparison(base_profile, target_profile, options, base_spec, target_spec):
-    """The Comparison of two loaded workers, with each side's identity from its spec."""
+def make_comparison(base_profile, target_profile, options, base_spec, target_spec, show_path=None):
+    """The Comparison of two loaded workers, with each side's identity from its spec;
+    ``show_path``: how the sides' paths are shown (the plugin's: relative to the logdir)."""
     from .. import comparison
+    show = show_path or (lambda p: p)
     return comparison.Comparison(base_profile, target_profile, options,
-                                 comparison.Side(base_spec.run, base_spec.name, base_spec.root),
-                                 comparison.Side(target_spec.run, target_spec.name, target_spec.root))
+                                 comparison.Side(base_spec.run, base_spec.name, show(base_spec.root)),
+                                 comparison.Side(target_spec.run, target_spec.name, show(target_spec.root)))
 
 
 def overview(cmp) -> dict:
@@ -94,6 +96,8 @@ class CompareService:
         self._backends = None
         self._lock = threading.Lock()
         self._closed = False
+        from ..presenters.relpaths import RelativePaths
+        self._show_path = RelativePaths(logdir or "").text     # workbook banners: relative to the logdir
 
     # -- set-up and tear-down ----------------------------------------------------------
     def ensure_backends(self) -> None:
@@ -189,7 +193,7 @@ class CompareService:
                     fb.result(timeout=0.2) if not fb.done() else ft.result(timeout=0.2)
                 except TimeoutError:
                     pass
-            cmp = make_comparison(fb.result(), ft.result(), options, base, target)
+            cmp = make_comparison(fb.result(), ft.result(), options, base, target, show_path=self._show_path)
             progress(0.95)
             cmp.overall()
             return cmp
