@@ -415,7 +415,7 @@ def test_memory_view(tab):
     mib = planted(4)["peak_bytes"] / 2 ** 20
     for k in ("Peak allocated", "Peak reserved"):
         kp = f.locator(f'.kpi[data-kpi="{k}"]').inner_text()
-        assert f"+{mib:.2f} MB" in kp, kp
+        assert f"+{mib:.2f} MiB" in kp, kp
     peak = f"{CONTENT} [data-role=peak-attribution] table"
     f.locator(peak).wait_for(timeout=10000)
     top = tab.rows(peak)[0]

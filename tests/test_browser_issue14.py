@@ -275,3 +275,97 @@ def test_unreadable_side_disables_the_workbook(browser, tb):
     f.locator(f"{CONTENT} table.metrics").wait_for(timeout=60000)
     t.wait(lambda: f.locator('a[data-role="xlsx"]').count() == 1)
     t.close()
+
+
+# -- item 9: smaller frictions; the per-step note on tables; memory labels and units --------------
+
+def test_min_diff_applies_as_you_type(browser, tb):
+    t = Tab(browser, tb.url, 1024, 700)
+    t.open(pair_hash(view="operator"), ".paged table.t")
+    f, fr = t.f, t.frame
+    box = f.locator(f'{CONTENT} input[type=number]')
+    box.press_sequentially("0.5", delay=40)                   # typed, no Enter, no blur
+    t.wait(lambda: hash_params(t.page).get(P + "operator.md") == "0.5" or
+           any(k.endswith(".md") and v == "0.5" for k, v in hash_params(t.page).items()), 10)
+    idx = fr.evaluate("""() => [...document.querySelectorAll('#pc-content table.t thead th button.sort')]
+                           .findIndex((b) => b.dataset.key === 'diff_compute_ms' || b.dataset.key === 'diff_device_ms')""")
+    assert idx >= 0
+
+    def filtered():
+        cells = fr.evaluate(f"""() => [...document.querySelectorAll('#pc-content table.t > tbody > tr')]
+                               .map((tr) => tr.children[{idx}]?.innerText ?? '')""")
+        return cells and all(abs(float(c.replace("\u2212", "-").replace("+", "").replace(",", "") or 0)) >= 0.5
+                             for c in cells)
+    t.wait(filtered, 10)
+    t.close()
+
+
+@pytest.mark.skipif(not (CORPUS / NPU_L1).is_dir(), reason="corpus run missing")
+def test_rounding_noise_is_neutral(browser, tb):
+    """NPU rank0 vs rank1 module table: differences that show as 0.000 carry no sign and no
+    colour (they were `+0.000 ▲` red and `−0.000 ▼` green)."""
+    t = Tab(browser, tb.url, 1024, 700)
+    t.open(pair_hash(f"{NPU_L1}/rank0_ascend_pt", f"{NPU_L1}/rank1_ascend_pt", "module"), "table.tree")
+    cells = t.frame.evaluate("""() => [...document.querySelectorAll('#pc-content table.t > tbody > tr > td.num')]
+                                 .map((td) => ({text: td.innerText.trim(), cls: td.className}))""")
+    zeros = [c for c in cells if c["text"].replace("\u2212", "").replace("+", "").replace("-", "") in ("0.000", "0")]
+    assert zeros, cells[:20]
+    bad = [c for c in zeros if c["text"][0] in "+-\u2212" or "worse" in c["cls"] or "better" in c["cls"]]
+    assert not bad, bad[:10]
+    t.close()
+
+
+@pytest.mark.skipif(not (CORPUS / LONG_RUN).is_dir(), reason="corpus run missing")
+def test_long_kernel_names_shortened_with_full_name_on_hover(browser, tb):
+    """GPU resnet50 worker vs its sibling: the kernel view's C++ template names are shortened
+    in the middle (a few lines at most at 1024 px), the full name on hover."""
+    t = Tab(browser, tb.url, 1024, 700)
+    t.open(pair_hash(f"{LONG_RUN}/worker0.1623143089861", f"{LONG_RUN}/worker0.1623143566756", "kernel"), ".paged table.t")
+    info = t.frame.evaluate("""() => [...document.querySelectorAll('#pc-content table.t > tbody > tr > td.name .label')]
+      .map((s) => ({text: s.innerText, title: s.title || '', lines: Math.round(s.getBoundingClientRect().height /
+                    parseFloat(getComputedStyle(s).lineHeight || '18'))}))""")
+    long = [x for x in info if len(x["title"]) > 120]
+    assert long, [x["text"] for x in info[:5]]
+    assert all("\u2026" in x["text"] and len(x["text"]) <= 130 for x in long), long[:2]
+    assert max(x["lines"] for x in info) <= 5, sorted(info, key=lambda x: -x["lines"])[:2]
+    shoot(t.page, ART / "issue14_kernel_names_1024.png", full=False)
+    t.close()
+
+
+@pytest.mark.skipif(not (CORPUS / LONG_RUN).is_dir(), reason="corpus run missing")
+def test_tables_say_per_step_and_offer_the_switch(browser, tb):
+    """6-step GPU vs 2-step NPU: the operator table says its figures are per step (the server's
+    figures.note) and offers the switch; raw totals after it, in the URL and the request."""
+    t = Tab(browser, tb.url, 1024, 700)
+    requests: list[str] = []
+    t.page.on("request", lambda r: requests.append(r.url))
+    t.open(pair_hash(f"{LONG_RUN}/worker0.1623143089861", TARGET, "operator"), ".paged table.t")
+    f = t.f
+    note = f.locator(f"{CONTENT} [data-role=figures]")
+    note.wait_for()
+    assert note.get_attribute("data-per-step") == "true" and "per step" in note.inner_text().lower(), note.inner_text()
+    f.locator(f"{CONTENT} [data-role=per-step-switch]").click()
+    t.wait(lambda: f.locator(f"{CONTENT} [data-role=figures]").count() == 1 and
+           f.locator(f"{CONTENT} [data-role=figures]").get_attribute("data-per-step") == "false", 30)
+    assert hash_params(t.page).get(P + "ps") == "0"
+    assert any("/compare/operator?" in u and "per_step=0" in u for u in requests)
+    assert "per_step=0" in f.locator('a[data-role="xlsx"]').get_attribute("href")
+    t.close()
+
+
+def test_memory_units_and_labels(browser, tb):
+    """One convention, said once: the memory view's figures are MiB with a line saying the
+    units are binary; the overview's peak reserved card is in GiB and its title says what it
+    measures."""
+    t = Tab(browser, tb.url, 1024, 700, dark=True)
+    t.open(pair_hash())
+    f = t.f
+    card = f.locator('.kpi[data-kpi="Peak reserved memory"]')
+    assert "GiB" in card.inner_text() and "MiB" in card.inner_text()
+    assert "1 GiB = 1,024 MiB" in card.get_attribute("title")
+    f.locator('button.tab[data-view="memory"]').click()
+    f.locator(f"{CONTENT} .linechart").first.wait_for(timeout=60000)
+    assert "MiB" in f.locator(f'{CONTENT} .kpi[data-kpi="Peak allocated"]').inner_text()
+    assert "binary units" in f.locator(f"{CONTENT} [data-role=memory-about]").inner_text()
+    shoot(t.page, ART / "issue14_dark_memory_1024.png", full=False)
+    t.close()

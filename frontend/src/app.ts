@@ -232,7 +232,7 @@ export class App {
   private contentKey(): string {
     const s = this.st;
     const key = viewDef(s.view)?.renderKey?.({query: this.query(s.view), perStep: s.perStep});
-    return JSON.stringify([s.base, s.target, s.compat, s.view, key ?? null]);
+    return JSON.stringify([s.base, s.target, s.compat, s.perStep, s.view, key ?? null]);
   }
 
   private show(force: boolean): void {

@@ -42,7 +42,7 @@ function extras(label: string, s: CommSide | null | undefined): string {
   const bits: string[] = [];
   if (isNum(s.wait_ms)) bits.push(`wait ${fmtNum(s.wait_ms)} ms`);
   if (isNum(s.transit_ms)) bits.push(`transit ${fmtNum(s.transit_ms)} ms`);
-  if (isNum(s.bytes) && s.bytes > 0) bits.push(`${fmtMB(s.bytes)} MB`);
+  if (isNum(s.bytes) && s.bytes > 0) bits.push(`${fmtMB(s.bytes)} MiB`);
   if (isNum(s.bandwidth_gbps) && s.bandwidth_gbps > 0) bits.push(`${fmtNum(s.bandwidth_gbps)} GB/s`);
   return bits.length ? `${label}: ${bits.join(" · ")}` : "";
 }

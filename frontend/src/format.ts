@@ -19,10 +19,24 @@ export function fmtNum(v: unknown): string {
   return NF[d].format(v);
 }
 
+/** Whether a number's text shows zero ("0.000", "-0.000"): too small to show at its precision. */
+export function showsZero(t: string): boolean {
+  return /^[-−+]?[0.,]+$/.test(t.trim());
+}
+
+/** A signed difference; one that rounds to zero at the shown precision gets no sign (it is no change). */
 export function fmtSigned(v: unknown): string {
   if (!isNum(v)) return fmtNum(v);
   const t = fmtNum(v);
+  if (showsZero(t)) return t.replace("-", "");
   return v > 0 ? "+" + t : t.replace("-", "−");
+}
+
+/** A long name shortened in the middle ("void at::native::vectorized…(int, float)"), to at most n characters. */
+export function shortMiddle(t: string, n: number): string {
+  if (t.length <= n) return t;
+  const keep = n - 1, head = Math.ceil(keep * 0.55);
+  return t.slice(0, head) + "…" + t.slice(t.length - (keep - head));
 }
 
 export function fmtCount(v: unknown): string {
@@ -43,9 +57,11 @@ export function fmtMB(bytes: unknown): string {
   return isNum(bytes) ? fmtNum(bytes / (1024 * 1024)) : fmtNum(bytes);
 }
 
-export const UNIT: Record<string, string> = {ms: "ms", us: "µs", bytes: "MB", mb: "MB", kb: "KB"};
+/** Memory is in binary units throughout (the server's MB are MiB, its GB GiB): said once, in MEMORY_UNITS. */
+export const UNIT: Record<string, string> = {ms: "ms", us: "µs", bytes: "MiB", mb: "MiB", kb: "KiB"};
+export const MEMORY_UNITS = "Memory is in binary units: 1 KiB = 1,024 bytes, 1 MiB = 1,024 KiB, 1 GiB = 1,024 MiB.";
 
-/** What the server's min_diff is compared with, per UI unit: bytes columns are shown (and typed) in MB. */
+/** What the server's min_diff is compared with, per UI unit: bytes columns are shown (and typed) in MiB. */
 export const MIN_DIFF_SCALE: Record<string, number> = {bytes: 1048576};
 
 /**
@@ -91,8 +107,9 @@ export function fmtCell(col: Column, v: unknown): string {
 /** "worse" (target slower / bigger), "better", or "" — for a difference or a target/baseline ratio. */
 export function verdict(v: unknown, kind: "diff" | "ratio", higherIsBetter = false): "worse" | "better" | "" {
   if (!isNum(v)) return "";
-  const up = kind === "diff" ? v > 1e-9 : v > 1.005;
-  const down = kind === "diff" ? v < -1e-9 : v < 0.995;
+  // a difference that shows as 0.000 (the finest precision shown) is no change: neutral, not red or green
+  const up = kind === "diff" ? v >= 0.0005 : v > 1.005;
+  const down = kind === "diff" ? v <= -0.0005 : v < 0.995;
   if (!up && !down) return "";
   return up !== higherIsBetter ? "worse" : "better";
 }

@@ -6,7 +6,7 @@
 import {fetchReady, Stale, url} from "./api";
 import {lineChart, type Marker, type Series} from "./charts";
 import {h, replace} from "./dom";
-import {fmtNum, isNum} from "./format";
+import {fmtNum, isNum, MEMORY_UNITS} from "./format";
 import {COLORS, kpi} from "./overview";
 import {defaultQuery, type TableQuery} from "./state";
 import {staticTable} from "./table";
@@ -37,11 +37,11 @@ function curveChart(data: MemoryCurve): HTMLElement {
     for (const p of peaks(side)) {
       const y = isNum(p.allocated_mb) ? p.allocated_mb : isNum(p.reserved_mb) ? p.reserved_mb : null;
       if (y === null || !isNum(p.t_ms)) continue;
-      markers.push({x: p.t_ms, y, color, label: `${name} peak ${fmtNum(y)} MB at ${fmtNum(p.t_ms)} ms`});
+      markers.push({x: p.t_ms, y, color, label: `${name} peak ${fmtNum(y)} MiB at ${fmtNum(p.t_ms)} ms`});
     }
   }
   if (!series.length) return h("div", {class: "notice na"}, "No memory samples on either side.");
-  return lineChart(series, markers, {xLabel: "time from the side's first sample (ms)", yUnit: "MB",
+  return lineChart(series, markers, {xLabel: "time from the side's first sample (ms)", yUnit: "MiB",
                                      title: "Memory over time, baseline and target"});
 }
 
@@ -52,9 +52,22 @@ function peakKpis(data: MemoryCurve): HTMLElement {
   const out = h("div", {class: "kpis"});
   for (const [key, name] of [["allocated_mb", "Peak allocated"], ["reserved_mb", "Peak reserved"]] as const) {
     const b = pb?.[key], t = pt?.[key];
-    if (isNum(b) || isNum(t)) out.append(kpi(name, b, t, "MB"));
+    if (isNum(b) || isNum(t)) out.append(kpi(name, b, t, "MiB"));
   }
   return out;
+}
+
+/** Which memory component each side's curve shows, why its peak may differ from the overview's card, and the units. */
+function aboutCurves(data: MemoryCurve): HTMLElement {
+  const label = (s: CurveSide | null | undefined) => s?.component_label || s?.component || null;
+  const lb = label(data.baseline), lt = label(data.target);
+  const notes = Array.isArray(data.notes) ? data.notes.filter((n) => typeof n === "string" && n) : [];
+  return h("div", null,
+    lb || lt ? h("p", {class: "muted intro", "data-role": "curve-component"},
+                 lb === lt ? `Curves of ${lb}.` : `Curves of: baseline ${lb ?? "—"}; target ${lt ?? "—"}.`, " ", MEMORY_UNITS)
+      : h("p", {class: "muted intro"}, MEMORY_UNITS),
+    notes.length ? h("div", {class: "notice warn", role: "note", "data-role": "memory-notes"},
+                     h("ul", {class: "notes"}, ...notes.map((n) => h("li", null, n)))) : null);
 }
 
 const ATTRIBUTION_COLUMNS: Column[] = [
@@ -64,12 +77,13 @@ const ATTRIBUTION_COLUMNS: Column[] = [
 
 async function renderMemoryView(host: HTMLElement, ctx: ViewCtx): Promise<void> {
   const kpiBox = h("div");
+  const aboutBox = h("div", {"data-role": "memory-about"});
   const curveBox = h("div", {class: "panel"}, progressBox("Loading the memory curves", null));
   const peakNote = h("p", {class: "muted intro"}, "Memory allocated before each side's peak and still live at it, "
                      + "by module (path) and by operator; the largest increase first.");
   const peakBox = h("div", {"data-role": "peak-attribution"});
   const tableBox = h("div", {"data-role": "memory-table"});
-  replace(host, h("h2", {style: {marginTop: "0"}}, "Peak memory"), kpiBox, curveBox,
+  replace(host, h("h2", {style: {marginTop: "0"}}, "Peak memory"), aboutBox, kpiBox, curveBox,
           h("h2", null, "Peak attribution"), peakNote, peakBox, h("h2", null, "Memory by operator"), tableBox);
   let attribution: MemoryCurve["attribution"] = [];
   const curve = (async () => {
@@ -79,6 +93,7 @@ async function renderMemoryView(host: HTMLElement, ctx: ViewCtx): Promise<void> 
       if (!ctx.alive()) return;
       attribution = Array.isArray(data.attribution) ? data.attribution : [];
       replace(kpiBox, peakKpis(data));
+      replace(aboutBox, aboutCurves(data));
       replace(curveBox, curveChart(data));
       const pb = peakOf(data.baseline), pt = peakOf(data.target);
       if (isNum(pb?.t_ms) || isNum(pt?.t_ms)) {

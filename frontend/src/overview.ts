@@ -5,7 +5,7 @@
  */
 import {type BarRow, type Segment, stackedBars, type Step, waterfall} from "./charts";
 import {h} from "./dom";
-import {fmtCount, fmtNum, fmtRatio, fmtSigned, higherIsBetter, isNum, verdict} from "./format";
+import {fmtCount, fmtNum, fmtRatio, fmtSigned, higherIsBetter, isNum, MEMORY_UNITS, verdict} from "./format";
 import {viewLabel} from "./registry";
 import {commTable, isCommRows} from "./comm";
 import {metricTable} from "./metrics";
@@ -194,7 +194,7 @@ function hints(rows: MetricRow[], e2e: MetricRow | undefined, ctx: OverviewCtx):
   const mb = mem?.baseline?.peak_reserved_gb, mt = mem?.target?.peak_reserved_gb;
   if (isNum(mb) && isNum(mt) && Math.abs(mt - mb) > 0.05 * Math.max(mb, mt)) {
     items.push(hintItem(verdict(mt - mb, "diff"), "Peak reserved memory",
-                        `${fmtSigned(mt - mb)} GB = ${mibText(mt - mb)}${mb > 0 ? ` (${fmtRatio(mt / mb)})` : ""}`, HINTS[0], ctx));
+                        `${fmtSigned(mt - mb)} GiB = ${mibText(mt - mb)}${mb > 0 ? ` (${fmtRatio(mt / mb)})` : ""}`, HINTS[0], ctx));
   }
   if (!items.length) return null;
   return h("ul", {class: "hints", "aria-label": "Biggest differences"}, ...items);
@@ -218,7 +218,7 @@ export function kpi(name: string, base: unknown, tgt: unknown, unit: string, hig
              isNum(base) && isNum(tgt) && base > 0 ? ` · ${fmtRatio(tgt / base)}` : ""));
 }
 
-/** "+256 MiB" for a difference given in GiB (Mem Usage is reported in GB = 1024³ bytes). */
+/** "+256 MiB" for a difference given in GiB (Mem Usage is reported in GiB = 1024³ bytes). */
 function mibText(gbDiff: number | null): string {
   if (gbDiff === null || gbDiff === 0) return "";
   const mib = Math.round(gbDiff * 1024 * 10) / 10;
@@ -231,7 +231,17 @@ function kpis(data: OverallResponse, rows: MetricRow[]): HTMLElement {
   const out = h("div", {class: "kpis"}, ...order.map((r) => kpi(r.name.trim(), r.baseline?.duration_ms, r.target?.duration_ms, "ms")));
   const mb = data.memory?.baseline?.peak_reserved_gb, mt = data.memory?.target?.peak_reserved_gb;
   if (isNum(mb) || isNum(mt)) {
-    out.append(kpi("Peak reserved memory", mb, mt, "GB", false, isNum(mb) && isNum(mt) ? mibText(mt - mb) : ""));
+    const card = kpi("Peak reserved memory", mb, mt, "GiB", false, isNum(mb) && isNum(mt) ? mibText(mt - mb) : "");
+    // what the figure measures (it can differ from the Memory view's curve: another component)
+    const lab = (s: "baseline" | "target") => data.memory?.[s]?.peak_reserved_label;
+    const comp = (s: "baseline" | "target") => data.memory?.[s]?.peak_reserved_component;
+    const labels = (["baseline", "target"] as const).map((s) => (typeof lab(s) === "string" ? `${s}: ${lab(s)}` : "")).filter(Boolean);
+    card.title = [...labels, MEMORY_UNITS].join("\n");
+    if (typeof comp("baseline") === "string" || typeof comp("target") === "string") {
+      card.append(h("div", {class: "kpi-sub muted", "data-role": "peak-component"},
+                    `all components; peak in ${comp("baseline") ?? "—"} → ${comp("target") ?? "—"}`));
+    }
+    out.append(card);
   }
   for (const [key, label] of [["sdma_gbps", "SDMA bandwidth"], ["rdma_gbps", "RDMA bandwidth"]]) {
     const bb = data.bandwidth?.baseline?.[key], bt = data.bandwidth?.target?.[key];

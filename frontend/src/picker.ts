@@ -3,7 +3,7 @@
  * one-click chips, a swap button, and per-worker status in place (parse progress, errors).
  */
 import {h, replace} from "./dom";
-import {fmtNum} from "./format";
+import {fmtNum, shortMiddle} from "./format";
 import {runOf, type SideSel, type State} from "./state";
 import type {Pair, Run, RunsResponse, Worker} from "./types";
 
@@ -50,12 +50,6 @@ function workerText(w: Worker): string {
   return t;
 }
 
-/** A long name shortened in the middle ("gpu/kineto_res…workers_0"), to at most n characters. */
-export function shortMiddle(t: string, n: number): string {
-  if (t.length <= n) return t;
-  const keep = n - 1, head = Math.ceil(keep * 0.55);
-  return t.slice(0, head) + "…" + t.slice(t.length - (keep - head));
-}
 
 /** An option whose text is shortened in the middle, the full text on hover. */
 function option(value: string, full: string, n: number, disabled = false): HTMLOptionElement {
@@ -73,7 +67,7 @@ const RUN_CHARS = 64, WORKER_CHARS = 44;
 
 function sizeText(n: number | undefined): string {
   if (!n) return "";
-  return n > 1048576 ? `${fmtNum(n / 1048576)} MB` : `${fmtNum(n / 1024)} KB`;
+  return n > 1048576 ? `${fmtNum(n / 1048576)} MiB` : `${fmtNum(n / 1024)} KiB`;
 }
 
 export function statusLine(w: Worker | null): HTMLElement {

@@ -78,6 +78,7 @@ text-transform:uppercase;letter-spacing:.03em;font-size:12px}
 .kpi{border:1px solid var(--line);border-radius:6px;padding:8px 12px;flex:1 1 150px;min-width:150px;max-width:300px}
 .kpi .k{font-size:11px;color:var(--muted);text-transform:uppercase;letter-spacing:.04em}
 .kpi .v{font-size:18px;font-weight:500}
+.kpi .kpi-sub{font-size:11px;margin-top:2px}
 .grid2{display:grid;grid-template-columns:minmax(0,1fr) minmax(0,1fr);gap:12px}
 @media (max-width:1000px){.grid2{grid-template-columns:minmax(0,1fr)}}
 .notes{margin:0 0 8px;padding-left:18px}

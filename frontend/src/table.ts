@@ -5,7 +5,7 @@
  */
 import {Stale} from "./api";
 import {h, nextId, replace} from "./dom";
-import {cleanText, fmtCell, fmtCount, fmtNum, isDiffKey, isNum, UNIT, verdict} from "./format";
+import {cleanText, fmtCell, fmtCount, fmtNum, isDiffKey, isNum, shortMiddle, showsZero, UNIT, verdict} from "./format";
 import {isStackKey, stackList} from "./source";
 import {isOp, isTreeRows, nodeKey, treeLabel, treeOrder, treeView} from "./tree";
 import type {TableQuery} from "./state";
@@ -46,7 +46,9 @@ function headerLabel(c: Column): string {
 function cellClass(c: Column, v: unknown): string {
   const cls: string[] = [];
   if (NUMERIC.has(c.type) || (c.type !== "text" && isNum(v))) cls.push("num");
-  if (isDiffKey(c.key) && c.type !== "ratio") cls.push(verdict(v, "diff"));
+  if (isDiffKey(c.key) && c.type !== "ratio") {
+    if (!showsZero(fmtCell(c, v))) cls.push(verdict(v, "diff"));     // shown as 0: neutral
+  }
   else if (c.type === "ratio") cls.push(verdict(v, "ratio"));
   return cls.filter(Boolean).join(" ");
 }
@@ -68,6 +70,15 @@ export function staticTable(columns: Column[], rows: Row[], label: string): HTML
  * (C++ / torch scopes), "/" (module paths) and "#" (`Optimizer.step#AdamW.step`), so long names wrap there instead of widening
  * the table or breaking mid-word.
  */
+/** Names longer than this (C++ template kernels) are shortened in the middle; the full name is the title. */
+const LONG_NAME = 120;
+
+/** A label span for a name: line breaks allowed after separators, a very long one shortened in the middle. */
+function nameLabel(t: string): HTMLElement {
+  return t.length > LONG_NAME ? h("span", {class: "label", title: t}, ...breakable(shortMiddle(t, LONG_NAME)))
+    : h("span", {class: "label"}, ...breakable(t));
+}
+
 export function breakable(t: string): Array<string | HTMLElement> {
   const parts = t.split(/(?<=;|::|\/|#)/);
   if (parts.length < 2) return [t];
@@ -162,7 +173,16 @@ export function pagedTable(opts: PagedTableOpts, first: TablePage): HTMLElement 
   const minDiff = h("input", {type: "number", min: "0", step: "any", value: q.minDiff, placeholder: "0",
                               "aria-label": `Minimum absolute difference${opts.diffUnit ? ` (${opts.diffUnit})` : ""}`,
                               title: `Only rows whose |${dl}| is at least this`, style: {width: "100px"}});
-  minDiff.addEventListener("change", () => setQ({minDiff: minDiff.value.trim()}));
+  let minTimer = 0;
+  const applyMin = () => {                       // as you type, like Search (debounced); Enter or leaving applies at once
+    clearTimeout(minTimer);
+    if (minDiff.value.trim() !== (q.minDiff ?? "")) setQ({minDiff: minDiff.value.trim()});
+  };
+  minDiff.addEventListener("input", () => {
+    clearTimeout(minTimer);
+    minTimer = window.setTimeout(applyMin, 350);
+  });
+  minDiff.addEventListener("change", applyMin);
   const size = h("select", {"aria-label": "Rows per page"}) as HTMLSelectElement;
   const sizes = PAGE_SIZES.includes(q.limit) ? PAGE_SIZES : [...PAGE_SIZES, q.limit].sort((a, b) => a - b);
   for (const n of sizes) size.append(h("option", {value: String(n)}, `Top ${n}`));
@@ -218,11 +238,11 @@ export function pagedTable(opts: PagedTableOpts, first: TablePage): HTMLElement 
                   ...breakable(treeLabel(r))));
     } else if (c.key === "path" && typeof r.path === "string") {
       if (isOp(r)) {
-        td.append(h("span", {class: "label"}, ...breakable(cleanText(r.name))),
+        td.append(nameLabel(cleanText(r.name)),
                   h("span", {class: "where muted"}, " in ", ...breakable(r.path)));
       } else td.append(h("span", {class: "label"}, ...breakable(r.path)));
     } else {
-      td.append(h("span", {class: "label"}, ...breakable(fmtCell(c, v))));
+      td.append(nameLabel(fmtCell(c, v)));
     }
     const badge = statusBadge(r);
     if (badge) td.append(badge);

@@ -105,6 +105,15 @@ export interface TablePage {
   diff_col?: string;         // the column min_diff filters on (and the default sort), when the server says
   sort?: string | null;      // the order the server applied (its default when none was asked)
   order?: string | null;
+  figures?: Figures | null;  // the per-step choice the figures follow (null: per-call figures)
+}
+
+/** What a comparison's totals were divided by (docs/api.md `figures`). */
+export interface Figures {
+  per_step: boolean;
+  divisor?: {baseline?: number; target?: number};
+  steps_count?: {baseline?: number | null; target?: number | null};
+  note?: string;
 }
 
 export interface OverallResponse {
@@ -116,7 +125,7 @@ export interface OverallResponse {
   per_step?: boolean;
   per_step_available?: boolean;
   steps_count?: {baseline?: number | null; target?: number | null};
-  memory?: {baseline?: Record<string, number | null>; target?: Record<string, number | null>};
+  memory?: {baseline?: Record<string, number | string | null>; target?: Record<string, number | string | null>};
   bandwidth?: {baseline?: Record<string, number | null>; target?: Record<string, number | null>};
 }
 
@@ -132,6 +141,8 @@ export interface CurveSide {
   allocated_mb?: number[];
   reserved_mb?: number[];
   peak?: Peak | Peak[] | null;
+  component?: string | null;
+  component_label?: string | null;
 }
 
 export interface MemoryCurve {
@@ -139,4 +150,5 @@ export interface MemoryCurve {
   target?: CurveSide | null;
   attribution?: Row[];
   attribution_columns?: Column[];
+  notes?: string[];
 }

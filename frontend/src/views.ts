@@ -12,9 +12,26 @@ import {pagedTable} from "./table";
 import type {Column, TablePage} from "./types";
 
 /** The pair's parameters of every comparison route (and `export`). */
-export function pairParams(base: SideSel, target: SideSel, compat: boolean): Record<string, string | number | null> {
+export function pairParams(base: SideSel, target: SideSel, compat: boolean,
+                           perStep: boolean | null = null): Record<string, string | number | null> {
   return {baseline: base.worker, target: target.worker, base_step: base.step, target_step: target.step,
-          reference_compat: compat ? 1 : null};
+          reference_compat: compat ? 1 : null, per_step: perStep === null ? null : perStep ? 1 : 0};
+}
+
+/**
+ * One line over a table: what its totals are (per step or whole capture, the server's
+ * `figures.note`) and the switch to the other choice, the same switch as the overview's.
+ */
+function figuresNote(page: TablePage, ctx: ViewCtx): HTMLElement | null {
+  const f = page.figures;
+  if (!f || typeof f.note !== "string" || !f.note) return null;
+  const sb = f.steps_count?.baseline, st = f.steps_count?.target;
+  const differ = isNum(sb) && isNum(st) && sb > 0 && st > 0 && sb !== st;
+  return h("p", {class: "muted intro figures", "data-role": "figures", "data-per-step": String(!!f.per_step)}, f.note,
+           differ || f.per_step ? " " : null,
+           differ || f.per_step ? h("button", {class: "linkish", type: "button", "data-role": "per-step-switch",
+                                               onClick: () => ctx.onPerStep(!f.per_step)},
+                                    f.per_step ? "Show whole-capture totals" : "Show per-step figures") : null);
 }
 
 export function progressBox(what: string, l: Loading | null): HTMLElement {
@@ -51,9 +68,9 @@ function diffColumn(page: TablePage): {col: Column | undefined; named: boolean} 
           named: false};
 }
 
-function tableUrl(route: string, ctx: Pick<ViewCtx, "base" | "target" | "compat">, q: TableQuery): string {
+function tableUrl(route: string, ctx: Pick<ViewCtx, "base" | "target" | "compat" | "perStep">, q: TableQuery): string {
   const md = q.minDiff && isNum(Number(q.minDiff)) ? Number(q.minDiff) * (MIN_DIFF_SCALE[diffTypes.get(route) ?? ""] ?? 1) : null;
-  return url(`compare/${route}`, {...pairParams(ctx.base, ctx.target, ctx.compat), sort: q.sort || null, order: q.sort ? q.order || null : null,
+  return url(`compare/${route}`, {...pairParams(ctx.base, ctx.target, ctx.compat, ctx.perStep), sort: q.sort || null, order: q.sort ? q.order || null : null,
                                   q: q.q || null, min_diff: md || null, offset: q.offset, limit: q.limit});
 }
 
@@ -83,7 +100,7 @@ export async function showTable(host: HTMLElement, spec: TableSpec, ctx: ViewCtx
     diffTypes.set(route, dc?.type ?? "");
     if (!known && query.minDiff && (MIN_DIFF_SCALE[dc?.type ?? ""] ?? 1) !== 1) first = await get(query, () => undefined);
     if (!ctx.alive()) return;
-    replace(host, pagedTable({label: spec.label, query, tree: !!spec.tree, jump: ctx.jump, extra: spec.extra,
+    replace(host, figuresNote(first, ctx), pagedTable({label: spec.label, query, tree: !!spec.tree, jump: ctx.jump, extra: spec.extra,
                               diffUnit: dc ? UNIT[dc.type] ?? "" : "", onQuery,
                               diffLabel: dc && named ? dc.label.replace(/\s*\([^)]*\)\s*$/, "") : "",
                               fetchPage: (q) => get(q, () => undefined)}, first));

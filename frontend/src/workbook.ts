@@ -26,13 +26,13 @@ export class Workbook {
 
   /** `blocked`: why no workbook can be made for this pair (an unreadable side), shown on the disabled button. */
   update(st: State, env: Env | undefined, blocked: string | null = null): void {
-    const sig = JSON.stringify([st.base, st.target, st.compat, env, blocked]);
+    const sig = JSON.stringify([st.base, st.target, st.compat, st.perStep, env, blocked]);
     if (sig === this.sig) return;
     this.sig = sig;
     const vscode = env?.vscode === true;
     const sandboxed = vscode || framedCrossOrigin();
     const ready = !!st.base && !!st.target && !blocked;
-    const params = ready ? pairParams(st.base!, st.target!, st.compat) : null;
+    const params = ready ? pairParams(st.base!, st.target!, st.compat, st.perStep) : null;
     const parts: HTMLElement[] = [];
     if (!vscode) {
       parts.push(ready
