@@ -521,12 +521,12 @@ def test_reference_figures_switch_reaches_the_url_and_the_requests(tab):
     assert "Reference figures" in f.locator("details.settings > summary").inner_text()
     shoot(tab.page, ART / "reference_figures_on.png", full=False)
     f.locator("details.settings > summary").click()                     # close the menu
-    tab.view("kernel", "[data-state=not-available]")
-    assert "reference_compat=1" in tab.last_request("kernel")
+    tab.view("api", ".paged")
+    assert "reference_compat=1" in tab.last_request("api")
     # the setting is URL state: a reload keeps it, and every request carries it
     n = len(tab.requests)
     tab.page.reload()
-    tab.f.locator(f"{CONTENT} [data-state=not-available]").wait_for(timeout=60000)
+    tab.f.locator(f"{CONTENT} .paged").wait_for(timeout=60000)
     assert tab.f.locator('input[data-role="reference-compat"]').is_checked()
     compare = [u for u in tab.requests[n:] if "/profile_compare/compare/" in u]
     assert compare and all("reference_compat=1" in u for u in compare), compare
