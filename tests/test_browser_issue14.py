@@ -363,6 +363,7 @@ def test_memory_units_and_labels(browser, tb):
     card = f.locator('.kpi[data-kpi="Peak reserved memory"]')
     assert "GiB" in card.inner_text() and "MiB" in card.inner_text()
     assert "1 GiB = 1,024 MiB" in card.get_attribute("title")
+    assert "reached by" in card.locator("[data-role=peak-component]").inner_text()     # which component (item 4)
     f.locator('button.tab[data-view="memory"]').click()
     f.locator(f"{CONTENT} .linechart").first.wait_for(timeout=60000)
     assert "MiB" in f.locator(f'{CONTENT} .kpi[data-kpi="Peak allocated"]').inner_text()

@@ -237,9 +237,11 @@ function kpis(data: OverallResponse, rows: MetricRow[]): HTMLElement {
     const comp = (s: "baseline" | "target") => data.memory?.[s]?.peak_reserved_component;
     const labels = (["baseline", "target"] as const).map((s) => (typeof lab(s) === "string" ? `${s}: ${lab(s)}` : "")).filter(Boolean);
     card.title = [...labels, MEMORY_UNITS].join("\n");
-    if (typeof comp("baseline") === "string" || typeof comp("target") === "string") {
-      card.append(h("div", {class: "kpi-sub muted", "data-role": "peak-component"},
-                    `all components; peak in ${comp("baseline") ?? "—"} → ${comp("target") ?? "—"}`));
+    const cb = comp("baseline"), ct = comp("target");
+    if (typeof cb === "string" || typeof ct === "string") {
+      const text = typeof cb === "string" && typeof ct === "string" ? (cb === ct ? `reached by ${cb} on both sides` : `reached by ${cb} → ${ct}`)
+        : typeof cb === "string" ? `baseline's reached by ${cb}` : `target's reached by ${ct}`;
+      card.append(h("div", {class: "kpi-sub muted", "data-role": "peak-component"}, `Over all components; ${text}`));
     }
     out.append(card);
   }
