@@ -264,6 +264,7 @@ def _quiet_stderr(debug: bool) -> None:
     if debug:
         os.environ["TB_COMPARE_DEBUG"] = "1"
         return
+    sys.unraisablehook = _unraisable_to_log
     import logging
     import warnings
     warnings.simplefilter("ignore")
@@ -275,6 +276,19 @@ def _quiet_stderr(debug: bool) -> None:
         log.addHandler(handler)
     log.setLevel(logging.WARNING)
     log.propagate = False
+
+
+def _unraisable_to_log(unraisable) -> None:
+    """"Exception ignored in ..." (an error in a finaliser or an exit hook, after our answer is
+    out) goes to the debug log, not to stderr as a traceback; --debug shows it.  Seen: CPython
+    3.11's process-pool exit hook writes to its wake-up pipe while the pool's manager thread,
+    left to finish after ``shutdown(wait=False)``, closes it (OSError: Bad file descriptor).
+    Joining that thread instead is worse: 3.11's manager thread then reads the ``_processes``
+    that ``shutdown`` has set to None, dies, and leaves the children to hang the exit."""
+    import logging
+    logging.getLogger("tb_compare_plugin.exit").debug(
+        "ignored at exit in %r: %s: %s", unraisable.object, type(unraisable.exc_value).__name__,
+        unraisable.exc_value)
 
 
 class Stopped(KeyboardInterrupt):

@@ -45,3 +45,28 @@ def test_a_dying_child_is_one_error_line_with_its_last_words(tmp_path):
     assert lines[-1].startswith(f"tb-compare: error: {target}: the parser process died"), r.stderr
     assert LAST_WORDS in lines[-1], r.stderr
     assert all(ln.startswith("warning: ") for ln in lines[:-1]), r.stderr      # the retry, said once
+
+
+EXIT_NOISE = """
+import sys
+from tb_compare_plugin import cli
+cli._quiet_stderr(%r)
+class Closed:
+    def __del__(self):          # what an exit hook racing a closed pipe raises
+        raise OSError(9, "Bad file descriptor")
+x = Closed()
+del x
+print("answered")
+"""
+
+
+def test_an_error_ignored_at_exit_is_no_traceback_on_the_cli_stderr():
+    """CPython prints "Exception ignored in ..." with a traceback for errors in finalisers and
+    exit hooks (3.11's process-pool exit hook can race its manager thread); the CLI sends them
+    to its debug log, and --debug still shows them."""
+    quiet = subprocess.run([sys.executable, "-c", EXIT_NOISE % False], capture_output=True, text=True,
+                           timeout=60)
+    assert quiet.returncode == 0 and quiet.stdout == "answered\n" and quiet.stderr == "", quiet.stderr
+    loud = subprocess.run([sys.executable, "-c", EXIT_NOISE % True], capture_output=True, text=True,
+                          timeout=60)
+    assert "Exception ignored" in loud.stderr and "Bad file descriptor" in loud.stderr, loud.stderr
