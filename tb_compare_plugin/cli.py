@@ -322,6 +322,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     _quiet_stderr(args.debug)
     previous = _install_stop_handlers()
+    limit_env = os.environ.get("TB_COMPARE_MAX_EXPANDED_MB")    # run() may set it for its children
     try:
         return run(args)
     except KeyboardInterrupt as e:
@@ -338,6 +339,10 @@ def main(argv=None) -> int:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+        if limit_env is None:           # main() called in-process (tests, scripts) leaves no limit behind
+            os.environ.pop("TB_COMPARE_MAX_EXPANDED_MB", None)
+        else:
+            os.environ["TB_COMPARE_MAX_EXPANDED_MB"] = limit_env
 
 
 if __name__ == "__main__":  # pragma: no cover

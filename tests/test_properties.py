@@ -22,13 +22,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from tb_compare_plugin.comparison import Comparison
 from tb_compare_plugin.engines.optree import OpTree
 from tb_compare_plugin.engines.overall import breakdown, compare_overall
-from tb_compare_plugin.loaders import kineto_json
+from tb_compare_plugin.loaders import LoadError, kineto_json
 from tb_compare_plugin.formats.registry import meta_for
 from tb_compare_plugin.model import intervals, timeconv
 from tb_compare_plugin.model.profile import (KIND_COMM, KIND_COMPUTE, KIND_MEMCPY, KIND_MEMSET, Profile,
@@ -264,6 +264,10 @@ def load_trace(doc: dict):
     with tempfile.TemporaryDirectory() as d:
         p = Path(d) / "t.pt.trace.json"
         p.write_text(json.dumps(doc))
+        if not doc["traceEvents"]:      # a trace with no events is an error, not an empty profile
+            with pytest.raises(LoadError, match="no events"):
+                kineto_json.load(str(p))
+            assume(False)
         return kineto_json.load(str(p))
 
 
