@@ -255,10 +255,39 @@ def test_cached_second_load_keeps_the_pair(tab, capsys):
 
 # -- operator ------------------------------------------------------------------------------
 
+def test_operator_tab_opened_directly_is_sorted_by_device_diff(browser, tb):
+    """The Operator tab opened by itself (not from a hint): ordered by the total device
+    difference (Device Diff, descending), which the header says; the all-reduce's
+    AccumulateGrad (communication) comes before the planted matmul. Its own page."""
+    global _PAGE
+    shared = _PAGE
+    page = browser.new_page(viewport={"width": 1280, "height": 800})
+    try:
+        t = Tab(page, tb.url)
+        t.open(pair_hash())
+        t.f.locator(f"{CONTENT} table.metrics").wait_for(timeout=60000)
+        table = f"{CONTENT} .paged table"
+        t.view("operator", ".paged table")
+        assert P + "s" not in hash_params(page)                       # no sort chosen: the server's default
+        assert t.f.locator(f"{table} th[aria-sort=descending] button.sort").get_attribute("data-key") == "diff_ms"
+        assert t.f.locator(f"{table} th[aria-sort=descending]").count() == 1
+        rows = t.rows(table)
+        i = t.col(table, "diff_ms")
+        diffs = [num(r["cells"][i]) for r in rows]
+        assert diffs == sorted(diffs, reverse=True) and diffs[0] > diffs[-1], diffs
+        assert "AccumulateGrad" in rows[0]["name"] and rows[1]["name"] == "aten::linear", [r["name"] for r in rows[:3]]
+    finally:
+        page.close()
+        _PAGE = shared
+
+
 def test_matmul_hint_opens_the_operator_view(tab):
     hint = tab.f.locator(f'{CONTENT} ul.hints li[data-metric^="Matmul"]').first
-    hint.locator('button[data-view="operator"]').click()
+    link = hint.locator('button[data-view="operator"]')
+    assert link.get_attribute("data-sort") == "diff_compute_ms"
+    link.click()
     wait_for(lambda: hash_params(tab.page).get(P + "v") == "operator", 20)
+    assert hash_params(tab.page).get(P + "s") == "diff_compute_ms"      # the hint's order, kept in the URL
     tab.f.locator(f"{CONTENT} .paged table").wait_for(timeout=30000)
     assert tab.f.locator('button.tab[data-view="operator"]').get_attribute("aria-selected") == "true"
     rows = tab.rows(f"{CONTENT} .paged table")
@@ -266,8 +295,9 @@ def test_matmul_hint_opens_the_operator_view(tab):
     linear = next(r for r in rows if r["name"] == "aten::linear")
     assert close(num(linear["cells"][diff_i]), planted(1)["capture_us"] / 1000), linear
     shoot(tab.page, ART / "operator.png")
-    # the default order is by compute-only device time: the planted matmul regression comes first
-    # (sorting by total device time would put the all-reduce's AccumulateGrad there)
+    # the hint opens the table by compute-only device time: the planted matmul regression comes first
+    # (the default order, total device time, puts the all-reduce's AccumulateGrad there)
+    assert tab.f.locator(f'{CONTENT} .paged table th[aria-sort=descending] button.sort').get_attribute("data-key") == "diff_compute_ms"
     assert rows[0]["name"] == "aten::linear", [r["name"] for r in rows[:3]]
 
 

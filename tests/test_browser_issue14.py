@@ -288,7 +288,7 @@ def test_min_diff_applies_as_you_type(browser, tb):
     t.wait(lambda: hash_params(t.page).get(P + "operator.md") == "0.5" or
            any(k.endswith(".md") and v == "0.5" for k, v in hash_params(t.page).items()), 10)
     idx = fr.evaluate("""() => [...document.querySelectorAll('#pc-content table.t thead th button.sort')]
-                           .findIndex((b) => b.dataset.key === 'diff_compute_ms' || b.dataset.key === 'diff_device_ms')""")
+                           .findIndex((b) => b.dataset.key === 'diff_ms')""")
     assert idx >= 0
 
     def filtered():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import time
 
 import pytest
 from werkzeug.test import Client
@@ -121,3 +122,35 @@ def test_oversized_and_hostile_requests(tmp_path):
     for q in ("baseline=a/b&target=c/d&limit=99999", "baseline=a/b&target=c/d&base_step=x",
               "baseline=a/b&target=c/d&order=sideways", "baseline=a/b&target=c/d&min_diff=nan"):
         assert c.get(PREFIX + "/compare/operator?" + q).status_code in (400, 404)
+
+
+def test_operator_default_order_is_the_device_difference(tmp_path, monkeypatch):
+    """compare/operator without `sort`: by the total device difference (diff_ms, also its
+    min |diff| column), descending -- the all-reduce's AccumulateGrad before the planted
+    matmul, as on the overview's top hint. The compute-only order is one `sort` away."""
+    if not (SAMPLES / "baseline_gpu").is_dir():
+        pytest.skip("samples not generated")
+    monkeypatch.setenv("TB_COMPARE_CACHE_DIR", str(tmp_path / "cache"))
+    c = make_client(SAMPLES)
+    pair = {"baseline": "baseline_gpu/worker0", "target": "target_npu/rank0_ascend_pt", "limit": 1000}
+
+    def page(**extra):
+        for _ in range(600):
+            r = c.post(PREFIX + "/compare/operator", data=json.dumps({**pair, **extra}), content_type="application/json")
+            if r.status_code != 202:
+                assert r.status_code == 200, r.get_data()[:500]
+                return json.loads(r.get_data())
+            time.sleep(0.1)
+        raise AssertionError("compare/operator still 202")
+
+    body = page()
+    assert body["sort"] == "diff_ms" and body["order"] == "desc" and body["diff_col"] == "diff_ms"
+    diffs = [row["diff_ms"] for row in body["rows"]]
+    assert len(diffs) == body["total"] > 2
+    assert diffs == sorted(diffs, reverse=True) and diffs[0] > diffs[-1]
+    assert [abs(d) for d in diffs] == sorted((abs(d) for d in diffs), reverse=True)   # no improvement here
+    assert "AccumulateGrad" in body["rows"][0]["name"] and body["rows"][1]["name"] == "aten::linear"
+    compute = page(sort="diff_compute_ms")["rows"]
+    assert compute[0]["name"] == "aten::linear"
+    # min |diff| filters on the default column: the all-reduce's row (comm only) stays
+    assert "AccumulateGrad" in page(min_diff=0.5)["rows"][0]["name"]

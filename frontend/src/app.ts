@@ -223,8 +223,15 @@ export class App {
     return unavailableReason(v, findWorker(this.runs, this.st.base?.worker), findWorker(this.runs, this.st.target?.worker));
   }
 
-  private openView(name: ViewName): void {
-    this.set({view: name});
+  /**
+   * Show view `name` (and focus its tab). With `sort`: the order that explains the link that
+   * opened it (an overview hint), as the view's table query, descending, from its first page
+   * and without a search, filter or variant left over.
+   */
+  private openView(name: ViewName, sort?: string): void {
+    const patch: Partial<State> = {view: name};
+    if (sort) patch.tables = {...this.st.tables, [name]: {...defaultQuery(name), limit: this.query(name).limit, sort, order: "desc"}};
+    this.set(patch);
     (this.tabs.querySelector(`#tab-${name}`) as HTMLElement | null)?.focus();
   }
 
@@ -270,7 +277,7 @@ export class App {
       jump: this.env?.vscode === true || framedCrossOrigin(), available: this.available(), alive,
       onQuery: (q: TableQuery, rerender = false) => this.set({tables: {...this.st.tables, [view]: q}}, rerender),
       onPerStep: (v: boolean) => this.set({perStep: v}),
-      onView: (v: string) => this.openView(v),
+      onView: (v: string, sort?: string) => this.openView(v, sort),
       worker: (side) => findWorker(this.runs, (side === "base" ? base : target).worker),
     };
     await def.render(this.content, ctx);

@@ -18,7 +18,8 @@ export interface OverviewCtx {
   stepsDiffer: boolean;
   available: Set<string>;
   onPerStep(v: boolean): void;
-  onView(v: string): void;
+  /** Open view `v`; `sort`: the column its table opens sorted by (descending). */
+  onView(v: string, sort?: string): void;
 }
 
 export const COLORS = {base: "#1a73e8", tgt: "#e8710a"};
@@ -118,15 +119,17 @@ interface HintRule {
   re: RegExp;
   views: string[];
   why: string;
+  /** The order that explains the hint's row in a linked view (view -> column); else the view's default. */
+  sorts?: Partial<Record<string, string>>;
 }
 
 const HINTS: HintRule[] = [
   {re: /mem/i, views: ["memory"], why: "memory curves and peak attribution"},
   {re: /communication|wait|transmit|overlapped|group|hccl|nccl|bandwidth|rdma/i, views: ["communication"],
-   why: "collectives and their tasks"},
+   why: "collectives and their tasks", sorts: {operator: "diff_comm_ms"}},
   {re: /free/i, views: ["api", "operator"], why: "the device idles: look at host-side time"},
   {re: /matmul|conv|flash|attention|vector|cube|mc2|lccl|tensor move|sdma|computing|other/i,
-   views: ["operator", "kernel", "module"], why: "which operators and kernels"},
+   views: ["operator", "kernel", "module"], why: "which operators and kernels", sorts: {operator: "diff_compute_ms"}},
 ];
 
 /** The depth-0 ancestor of each row (itself for depth 0). */
@@ -205,7 +208,9 @@ function hintItem(v: string, name: string, delta: string, rule: HintRule | undef
   return h("li", {class: v, "data-metric": name}, h("b", null, name), " ", h("span", {class: v}, delta),
            rule ? h("span", {class: "muted"}, ` — ${rule.why}${views.length ? ": " : ""}`) : null,
            ...views.flatMap((x, i) => [i ? ", " : "", h("button", {class: "linkish", type: "button", "data-view": x,
-                                                                   onClick: () => ctx.onView(x)}, `${viewLabel(x)} view`)]));
+                                                                   "data-sort": rule?.sorts?.[x] ?? null,
+                                                                   onClick: () => ctx.onView(x, rule?.sorts?.[x])},
+                                                       `${viewLabel(x)} view`)]));
 }
 
 /** A headline figure: baseline → target, then the signed difference (and `extra`, e.g. the same in MiB). */

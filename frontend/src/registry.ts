@@ -25,8 +25,8 @@ export interface ViewCtx {
   /** Store the table query (in the URL hash); `rerender` when the view must be drawn anew. */
   onQuery(q: TableQuery, rerender?: boolean): void;
   onPerStep(v: boolean): void;
-  /** Switch to another view (and focus its tab). */
-  onView(name: string): void;
+  /** Switch to another view (and focus its tab); `sort`: the column its table opens sorted by, descending. */
+  onView(name: string, sort?: string): void;
   /** The listed worker of a side (its steps, `has` flags), when known. */
   worker(side: "base" | "target"): Worker | null;
 }

@@ -49,7 +49,7 @@ register(Analysis(
         C("t_count", "Target Count", "count"),
         C("diff_compute_ms", "Compute Diff (ms)", "ms"), C("diff_comm_ms", "Comm Diff (ms)", "ms"),
         C("diff_ms", "Device Diff (ms)", "ms"), C("diff_ratio", "Ratio", "ratio")),
-    diff_col="diff_compute_ms", search=("name",), outputs=ROUTE,
+    diff_col="diff_ms", search=("name",), outputs=ROUTE,
     per_step=True,
     description="matched top-level operators, by name"))
 
