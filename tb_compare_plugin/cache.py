@@ -30,6 +30,7 @@ import logging
 import os
 import shutil
 import tempfile
+import threading
 import time
 from dataclasses import fields
 
@@ -105,6 +106,19 @@ def key_of(fingerprint, kind: str = "profile") -> str:
     return hashlib.sha256(raw.encode("utf-8")).hexdigest()[:32]
 
 
+_NPY_HEADER_LOCK = threading.Lock()
+
+
+def _load_npy(path: str) -> np.ndarray:
+    """Map one cached column.  One thread at a time: ``np.load`` reads the .npy header with
+    ``ast.literal_eval``, and CPython 3.11.7's AST constructor is not safe to run from two threads
+    at once ("AST constructor recursion depth mismatch"): two sides read back together (the CLI, the
+    plugin's two parses) would otherwise drop a good entry now and then.  Mapping is cheap; the
+    lock costs nothing measurable."""
+    with _NPY_HEADER_LOCK:
+        return np.load(path, mmap_mode="r", allow_pickle=False)
+
+
 class ProfileCache:
     def __init__(self, root: str | None = None, max_bytes: int | None = None, logdir: str | None = None):
         root = root or default_dir()
@@ -149,8 +163,7 @@ class ProfileCache:
                 strings = msgspec.json.decode(f.read())
             tables = {}
             for tname, cols in meta["tables"].items():
-                data = {c: np.load(os.path.join(path, f"{tname}.{c}.npy"), mmap_mode="r", allow_pickle=False)
-                        for c in cols}
+                data = {c: _load_npy(os.path.join(path, f"{tname}.{c}.npy")) for c in cols}
                 tables[tname] = pd.DataFrame(data, copy=False)
             known = {f.name for f in fields(ProfileMeta)}
             pm = ProfileMeta(**{k: v for k, v in meta["meta"].items() if k in known})

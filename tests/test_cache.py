@@ -39,6 +39,26 @@ def test_round_trip(tmp_path):
         same_profile(prof, cache.get(("k", fmt)))
 
 
+def test_cached_columns_are_mapped_one_thread_at_a_time(tmp_path):
+    """np.load parses .npy headers with ast.literal_eval, which CPython 3.11.7 cannot run from two
+    threads at once ("AST constructor recursion depth mismatch"): a good entry was dropped as
+    unreadable, and a parse hand-off failed with "could not be read back", when two sides were
+    read back together.  Reading an entry takes the cache's one mapping lock."""
+    import threading
+    from tb_compare_plugin import cache as cache_mod
+    cache = ProfileCache(str(tmp_path))
+    prof = loaders.load("ascend-text", str(NPU))
+    assert cache.put(("k",), prof)
+    got = []
+    with cache_mod._NPY_HEADER_LOCK:
+        reader = threading.Thread(target=lambda: got.append(cache.get(("k",))))
+        reader.start()
+        reader.join(0.5)
+        assert reader.is_alive() and not got       # waits for the lock
+    reader.join(30)
+    same_profile(prof, got[0])
+
+
 def test_changed_file_is_a_miss(tmp_path):
     trace = tmp_path / "logdir" / "w.pt.trace.json"
     trace.parent.mkdir()
