@@ -161,12 +161,16 @@ def _handoff_cache(root: str):
 
 
 class ParsePool:
-    """A bounded pool of parser processes (created lazily, rebuilt if it breaks)."""
+    """At most ``workers`` parser processes at once.  Each parse has an executor (and so a child)
+    of its own: a child that dies breaks only its own parse, never the other side's, which a
+    shared ``ProcessPoolExecutor`` would report broken too (and blame for the other's death)."""
 
     def __init__(self, workers: int = 2, cache=None) -> None:
         self.workers = max(1, int(workers))
         self.cache = cache
-        self._pool: ProcessPoolExecutor | None = None
+        self._ctx = None
+        self._slots = threading.BoundedSemaphore(self.workers)
+        self._live: set[ProcessPoolExecutor] = set()
         self._lock = threading.Lock()
         self._progress_dir = _scratch_dir()
         self._aborted = False
@@ -174,36 +178,47 @@ class ParsePool:
         atexit.register(shutil.rmtree, self._progress_dir, True)
         _LIVE.add(self)
 
-    def _executor(self) -> ProcessPoolExecutor:
+    def _context(self):
         with self._lock:
-            if self._pool is None:
+            if self._ctx is None:
                 try:
                     ctx = mp.get_context("forkserver")
                     ctx.set_forkserver_preload(_preload())
                     _start_forkserver_quietly()
                 except (ValueError, OSError):
                     ctx = mp.get_context("spawn")
-                self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=ctx,
-                                                 max_tasks_per_child=1)
-            return self._pool
+                self._ctx = ctx
+            return self._ctx
+
+    def _executor(self) -> ProcessPoolExecutor:
+        """A one-child executor for one parse attempt (registered, so ``abort`` can reach it)."""
+        ex = ProcessPoolExecutor(max_workers=1, mp_context=self._context(), max_tasks_per_child=1)
+        with self._lock:
+            self._live.add(ex)
+        return ex
+
+    def _retire(self, ex: ProcessPoolExecutor, fut=None) -> None:
+        """Done with ``ex``: its child (killed first if its parse is still under way: nobody
+        waits for it any more) is gone when this returns.  ``shutdown(wait=True)``: with
+        ``wait=False`` CPython 3.11's manager thread can read the ``_processes`` that shutdown
+        has already set to None and die printing a traceback."""
+        with self._lock:
+            self._live.discard(ex)
+        if fut is not None and not fut.done():
+            _kill_children(ex)
+        ex.shutdown(wait=True, cancel_futures=True)
 
     def start(self) -> None:
         """Start the fork server now, so its imports (~0.5 s) overlap the caller's own work
         instead of delaying the first parse.  Optional; ``parse`` starts it anyway."""
-        self._executor()                # (starts the fork server, when there is one)
+        self._context()
 
     def abort(self) -> None:
         """Kill the parser processes now; every ``parse`` under way raises, no new one starts.
         Takes no lock (it runs in signal handlers, possibly while the lock is held)."""
         self._aborted = True
-        ex = self._pool
-        procs = getattr(ex, "_processes", None) or {}
-        for pid in list(procs):
-            try:
-                os.kill(pid, signal.SIGKILL)
-                self._killed.append(pid)
-            except (OSError, TypeError):
-                pass
+        for ex in list(self._live):
+            self._killed += _kill_children(ex)
 
     def _stopped(self, root: str, fingerprint) -> LoadError:
         """After ``abort``: wait (briefly) until the killed children are gone, then delete the
@@ -222,11 +237,6 @@ class ParsePool:
             self.cache.discard(fingerprint, partial_only=True)
         return LoadError(root, "stopped before this profile was read")
 
-    def _reset(self) -> None:
-        with self._lock:
-            if self._pool is not None:
-                self._pool.shutdown(wait=False, cancel_futures=True)
-            self._pool = None
 
     def parse(self, fmt: str, root: str, fingerprint, progress=None, retries: int = 1):
         """Parse in a child and return the Profile (blocking; call it from a worker thread)."""
@@ -237,36 +247,19 @@ class ParsePool:
         os.close(fd)
         try:
             for attempt in range(retries + 1):
-                err_at = children_stderr_size()
-                fut = self._executor().submit(_child_parse, fmt, root, fingerprint, cache_root, ppath,
-                                              self._progress_dir)
-                while True:
-                    try:
-                        if self._aborted:
-                            raise self._stopped(root, fingerprint)
-                        kind, prof = fut.result(timeout=0.25)
-                        break
-                    except TimeoutError:
-                        if progress is not None:
-                            try:
-                                with open(ppath) as f:
-                                    progress(float(f.read() or 0))
-                            except (OSError, ValueError):
-                                pass
-                    except BrokenProcessPool:
-                        if self._aborted:
-                            raise self._stopped(root, fingerprint) from None
-                        self._reset()
-                        if self.cache is not None:        # what the dead child left half-written
-                            self.cache.discard(fingerprint, partial_only=True)
-                        if attempt < retries:
-                            log.warning("profile_compare: parser process for %s died; retrying", root)
-                            kind = None
-                            break
-                        last = children_stderr_tail(err_at)
-                        raise LoadError(root, "the parser process died (killed, or out of memory?) "
-                                              "while reading this profile" + (f" (its last words: {last})"
-                                                                              if last else ""))
+                while not self._slots.acquire(timeout=0.25):
+                    if self._aborted:
+                        raise LoadError(root, "stopped before this profile was read")
+                ex = fut = None
+                try:
+                    err_at = children_stderr_size()
+                    ex = self._executor()
+                    fut = ex.submit(_child_parse, fmt, root, fingerprint, cache_root, ppath, self._progress_dir)
+                    kind, prof = self._wait(fut, root, fingerprint, ppath, progress, attempt < retries, err_at)
+                finally:
+                    if ex is not None:
+                        self._retire(ex, fut)
+                    self._slots.release()
                 if kind is None:
                     continue
                 if kind == "cache":
@@ -284,6 +277,34 @@ class ParsePool:
             except OSError:
                 pass
 
+    def _wait(self, fut, root: str, fingerprint, ppath: str, progress, may_retry: bool, err_at: int):
+        """The child's answer ``(kind, profile)``, reporting progress meanwhile; ``(None, None)``
+        when the child died and the parse may be retried."""
+        while True:
+            try:
+                if self._aborted:
+                    raise self._stopped(root, fingerprint)
+                return fut.result(timeout=0.25)
+            except TimeoutError:
+                if progress is not None:
+                    try:
+                        with open(ppath) as f:
+                            progress(float(f.read() or 0))
+                    except (OSError, ValueError):
+                        pass
+            except BrokenProcessPool:
+                if self._aborted:
+                    raise self._stopped(root, fingerprint) from None
+                if self.cache is not None:        # what the dead child left half-written
+                    self.cache.discard(fingerprint, partial_only=True)
+                if may_retry:
+                    log.warning("profile_compare: parser process for %s died; retrying", root)
+                    return None, None
+                last = children_stderr_tail(err_at)
+                raise LoadError(root, "the parser process died (killed, or out of memory?) "
+                                      "while reading this profile" + (f" (its last words: {last})"
+                                                                      if last else "")) from None
+
     def _take_handoff(self, root: str, ppath: str):
         """Map the profile a child left in the hand-off folder (its files are deleted right
         after, by ``parse``; the mappings keep the data until the profile is dropped)."""
@@ -297,9 +318,23 @@ class ParsePool:
         _handoff_cache(self._progress_dir).discard(("handoff", ppath))
 
     def shutdown(self) -> None:
-        self._reset()
+        """No more parses: the ones under way are stopped (their children killed)."""
+        if self._live:
+            self.abort()
         shutil.rmtree(self._progress_dir, ignore_errors=True)
         _LIVE.discard(self)
+
+
+def _kill_children(ex: ProcessPoolExecutor) -> list[int]:
+    """SIGKILL the executor's children; their pids."""
+    killed = []
+    for pid in list(getattr(ex, "_processes", None) or {}):
+        try:
+            os.kill(pid, signal.SIGKILL)
+            killed.append(pid)
+        except (OSError, TypeError):
+            pass
+    return killed
 
 
 def _is_zombie(pid: int) -> bool:
