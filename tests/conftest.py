@@ -81,3 +81,22 @@ try:
     _hyp_settings.load_profile("repeatable")
 except ImportError:  # pragma: no cover
     pass
+
+
+def kill_children_while(busy) -> int:
+    """SIGKILL every parser process of this test process (as the OOM killer would) until
+    ``busy()`` is false; returns how many were killed."""
+    import multiprocessing
+    import signal
+    import time
+    killed = set()
+    while busy():
+        for p in multiprocessing.active_children():
+            if p.pid not in killed:
+                try:
+                    os.kill(p.pid, signal.SIGKILL)
+                    killed.add(p.pid)
+                except OSError:
+                    pass
+        time.sleep(0.005)
+    return len(killed)

@@ -15,7 +15,7 @@ from tb_compare_plugin.loaders.errors import LoadError
 from tb_compare_plugin.service.parsepool import ParsePool
 from tb_compare_plugin.service.loading import load_profile
 
-from conftest import SAMPLES
+from conftest import SAMPLES, kill_children_while
 
 GPU = SAMPLES / "baseline_gpu" / "worker0.pt.trace.json"
 NPU = SAMPLES / "target_npu" / "rank0_ascend_pt"
@@ -95,25 +95,6 @@ def test_never_inside_logdir(tmp_path):
         ProfileCache(str(tmp_path / "logdir" / "cache"), logdir=str(tmp_path / "logdir"))
 
 
-def _kill_children_while(busy) -> int:
-    """SIGKILL every parser process of this test process (as the OOM killer would) until
-    ``busy()`` is false; returns how many were killed."""
-    import multiprocessing
-    import signal
-    import time
-    killed = set()
-    while busy():
-        for p in multiprocessing.active_children():
-            if p.pid not in killed:
-                try:
-                    os.kill(p.pid, signal.SIGKILL)
-                    killed.add(p.pid)
-                except OSError:
-                    pass
-        time.sleep(0.005)
-    return len(killed)
-
-
 def test_parse_pool_and_dead_child(tmp_path):
     cache = ProfileCache(str(tmp_path / "cache"))
     pool = ParsePool(1, cache)
@@ -140,7 +121,7 @@ def test_parse_pool_and_dead_child(tmp_path):
         import threading
         t = threading.Thread(target=parse)
         t.start()
-        assert _kill_children_while(t.is_alive) >= 2         # (a parse of an earlier test may die too)
+        assert kill_children_while(t.is_alive) >= 2         # (a parse of an earlier test may die too)
         t.join()
         assert "parser process died" in out["error"] and "stuck.pt.trace.json" in out["error"]
         assert not os.path.exists(half)                 # the dead child's half-written entry is gone

@@ -12,7 +12,7 @@ from tb_compare_plugin.presenters.runs_json import suggest_pairs
 
 from conftest import CORPUS, needs_corpus
 from test_cli import tbc
-from test_plugin_routes import PREFIX, make_client
+from test_plugin_routes import PREFIX, make_client, post_until_done
 from test_suggest_pairs import _run
 
 
@@ -38,16 +38,6 @@ def test_rank_picked_from_a_run_folder_keeps_the_run_name():
     assert head[1].startswith("Target:   alexnet_ddp_2rank_level1/rank1_ascend_pt"), head
 
 
-def _post(c, path, body):
-    for _ in range(2400):
-        r = c.post(PREFIX + path, data=json.dumps(body), content_type="application/json")
-        if r.status_code != 202:
-            assert r.status_code == 200, (path, r.status_code, r.get_data()[:500])
-            return json.loads(r.get_data())
-        time.sleep(0.05)
-    raise AssertionError(f"{path} never finished")
-
-
 @pytest.fixture(scope="module")
 def npu_pair(tmp_path_factory):
     mp = pytest.MonkeyPatch()
@@ -67,7 +57,7 @@ def npu_pair(tmp_path_factory):
 @needs_corpus
 def test_communication_view_explains_notify_wait_against_the_overview_wait(npu_pair):
     c, pair = npu_pair
-    comm = _post(c, "/compare/communication", pair)
+    comm = post_until_done(c, "/compare/communication", pair)
     waits = [t for r in comm["rows"] for t in r.get("tasks") or [] if t["name"] == "Notify_Wait"]
     assert waits and max(t["baseline"]["total_ms"] for t in waits) > 100
     note = [n for n in comm["notes"] if n.startswith("Notify_Wait here")]

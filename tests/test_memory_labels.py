@@ -13,19 +13,9 @@ import time
 import pytest
 
 from conftest import CORPUS, needs_corpus
-from test_plugin_routes import PREFIX, make_client
+from test_plugin_routes import PREFIX, make_client, post_until_done
 
 pytestmark = needs_corpus
-
-
-def _post(c, path, body):
-    for _ in range(2400):
-        r = c.post(PREFIX + path, data=json.dumps(body), content_type="application/json")
-        if r.status_code != 202:
-            assert r.status_code == 200, (path, r.status_code, r.get_data()[:500])
-            return json.loads(r.get_data())
-        time.sleep(0.05)
-    raise AssertionError(f"{path} never finished")
 
 
 @pytest.fixture(scope="module")
@@ -41,7 +31,7 @@ def answers(tmp_path_factory):
             break
         time.sleep(0.05)
     pair = {"baseline": next(i for i in ids if "rank0" in i), "target": next(i for i in ids if "rank1" in i)}
-    yield _post(c, "/compare/overall", pair), _post(c, "/compare/memory_curve", pair)
+    yield post_until_done(c, "/compare/overall", pair), post_until_done(c, "/compare/memory_curve", pair)
     mp.undo()
 
 

@@ -26,6 +26,17 @@ def make_client(logdir) -> Client:
     return Client(application.TensorBoardWSGI([plugin]))
 
 
+def post_until_done(c, path, body):
+    """POST ``body`` to ``path`` until it stops answering 202; the 200 answer's JSON."""
+    for _ in range(2400):
+        r = c.post(PREFIX + path, data=json.dumps(body), content_type="application/json")
+        if r.status_code != 202:
+            assert r.status_code == 200, (path, r.status_code, r.get_data()[:500])
+            return json.loads(r.get_data())
+        time.sleep(0.05)
+    raise AssertionError(f"{path} never finished")
+
+
 def get_json(c, path, code=200):
     r = c.get(PREFIX + path)
     assert r.status_code == code, (path, r.status_code, r.get_data()[:500])
