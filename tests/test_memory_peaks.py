@@ -9,9 +9,7 @@ events carry Bytes but no Total Allocated, and one NPU job exported as text and 
 """
 from __future__ import annotations
 
-import json
 import sqlite3
-import time
 
 import numpy as np
 import pytest
@@ -20,7 +18,7 @@ from tb_compare_plugin.engines.memory_curve import memory_curves, peak_allocated
 from tb_compare_plugin.engines.overall import compare_overall
 
 from conftest import CORPUS, needs_corpus
-from test_plugin_routes import PREFIX, make_client
+from test_plugin_routes import make_client, post_until_done
 
 MIB = float(1 << 20)
 RESNET_RUN = "gpu/kineto_resnet50_num_workers_0"
@@ -60,24 +58,14 @@ def test_kineto_allocated_rebuilt_from_bytes(rel):
     assert len(w) == 1 and "8,220 events" in w[0] and "reserved memory is unknown" in w[0], p.meta.warnings
 
 
-def _until_done(c, path, body):
-    for _ in range(1200):
-        r = c.post(PREFIX + path, data=json.dumps(body), content_type="application/json")
-        if r.status_code != 202:
-            assert r.status_code == 200, (path, r.status_code, r.get_data()[:500])
-            return json.loads(r.get_data())
-        time.sleep(0.05)
-    raise AssertionError(f"{path} never finished")
-
-
 @needs_corpus
 def test_kineto_peak_allocated_in_overview_json_and_memory_view(tmp_path, monkeypatch):
     monkeypatch.setenv("TB_COMPARE_CACHE_DIR", str(tmp_path / "cache"))
     c = make_client(CORPUS / "gpu")
     pair = {"baseline": "kineto_resnet50_num_workers_0/worker0.1623143089861",
             "target": "kineto_resnet50_num_workers_0/worker0.1623143566756"}
-    ov = _until_done(c, "/compare/overall", pair)
-    curve = _until_done(c, "/compare/memory_curve", pair)
+    ov = post_until_done(c, "/compare/overall", pair)
+    curve = post_until_done(c, "/compare/memory_curve", pair)
     for side in ("baseline", "target"):
         view_mb = curve[side]["peak"]["allocated_mb"]
         json_gb = ov["memory"][side]["peak_allocated_gb"]
