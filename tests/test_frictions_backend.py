@@ -3,8 +3,6 @@
 its Notify_Wait totals dwarf the overview's Wait."""
 from __future__ import annotations
 
-import json
-import time
 
 import pytest
 
@@ -12,7 +10,7 @@ from tb_compare_plugin.presenters.runs_json import suggest_pairs
 
 from conftest import CORPUS, needs_corpus
 from test_cli import tbc
-from test_plugin_routes import PREFIX, make_client, post_until_done
+from test_plugin_routes import make_client, post_until_done, run_worker_ids
 from test_suggest_pairs import _run
 
 
@@ -43,13 +41,7 @@ def npu_pair(tmp_path_factory):
     mp = pytest.MonkeyPatch()
     mp.setenv("TB_COMPARE_CACHE_DIR", str(tmp_path_factory.mktemp("frictions")))
     c = make_client(CORPUS / "npu")
-    ids = []
-    for _ in range(200):
-        runs = json.loads(c.get(PREFIX + "/runs").get_data())
-        ids = sorted(w["id"] for r in runs["runs"] for w in r["workers"] if r["name"] == "alexnet_ddp_2rank_level1")
-        if len(ids) == 2:
-            break
-        time.sleep(0.05)
+    ids = run_worker_ids(c, "alexnet_ddp_2rank_level1", 2)
     yield c, {"baseline": ids[0], "target": ids[1]}
     mp.undo()
 

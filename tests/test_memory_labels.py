@@ -7,13 +7,11 @@ what it measures, and the Memory view's answer carries a note on why the figures
 """
 from __future__ import annotations
 
-import json
-import time
 
 import pytest
 
 from conftest import CORPUS, needs_corpus
-from test_plugin_routes import PREFIX, make_client, post_until_done
+from test_plugin_routes import make_client, post_until_done, run_worker_ids
 
 pytestmark = needs_corpus
 
@@ -23,13 +21,7 @@ def answers(tmp_path_factory):
     mp = pytest.MonkeyPatch()
     mp.setenv("TB_COMPARE_CACHE_DIR", str(tmp_path_factory.mktemp("memlabels")))
     c = make_client(CORPUS / "npu")
-    ids = []
-    for _ in range(200):
-        runs = json.loads(c.get(PREFIX + "/runs").get_data())
-        ids = [w["id"] for r in runs["runs"] for w in r["workers"] if r["name"] == "alexnet_ddp_2rank_level1"]
-        if len(ids) == 2:
-            break
-        time.sleep(0.05)
+    ids = run_worker_ids(c, "alexnet_ddp_2rank_level1", 2)
     pair = {"baseline": next(i for i in ids if "rank0" in i), "target": next(i for i in ids if "rank1" in i)}
     yield post_until_done(c, "/compare/overall", pair), post_until_done(c, "/compare/memory_curve", pair)
     mp.undo()

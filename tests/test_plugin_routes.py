@@ -37,6 +37,18 @@ def post_until_done(c, path, body):
     raise AssertionError(f"{path} never finished")
 
 
+def run_worker_ids(c, run: str, n: int) -> list:
+    """The sorted worker ids of ``run``, once the plugin's first scan lists ``n`` of them."""
+    ids = []
+    for _ in range(200):
+        runs = json.loads(c.get(PREFIX + "/runs").get_data())
+        ids = sorted(w["id"] for r in runs["runs"] for w in r["workers"] if r["name"] == run)
+        if len(ids) == n:
+            break
+        time.sleep(0.05)
+    return ids
+
+
 def get_json(c, path, code=200):
     r = c.get(PREFIX + path)
     assert r.status_code == code, (path, r.status_code, r.get_data()[:500])
