@@ -119,6 +119,12 @@ class Comparison:
         return self._memo("memory_curves", lambda: {"baseline": memory_curves(self.base),
                                                     "target": memory_curves(self.target)})
 
+    def steps(self):
+        """The step-level comparison (``engines.steps``): per step breakdown, phases, efficiency,
+        noise-aware metric diffs; the route ``compare/steps``, the CLI and the workbook read it."""
+        from .engines.steps import compare_steps
+        return self._memo("steps", lambda: compare_steps(self.base, self.target, self.options))
+
     def analysis(self, name: str):
         """The table of the registered analysis ``name`` (``analyses.registry``), memoised."""
         from .analyses import get
