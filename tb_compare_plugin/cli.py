@@ -64,6 +64,9 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--use-input-shape", action="store_true", help="match ops by name and input shapes")
     m.add_argument("--max-kernel-num", type=int, metavar="N",
                    help="compare the children of matched ops that launch more than N kernels (N > 3)")
+    p.add_argument("--steps", action="store_true",
+                   help="also print the step comparison: per step-level metric both sides' mean ± stdev "
+                        "over the steps, the difference and whether it is within step-to-step noise")
     p.add_argument("--wide", action="store_true", help="wider table with counts and group names")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     p.add_argument("--max-expanded-mb", type=float, metavar="MB",
@@ -208,7 +211,8 @@ def run(args) -> int:
         raise
     from .service import compare as service
     from .presenters.overall_json import load_warnings
-    from .presenters.cli_text import overview_table
+    from .presenters.cli_text import overview_table, steps_table
+    from .service.errors import Unusable
     from .presenters.json_encode import encode
 
     progress = Progress(not args.no_progress)
@@ -217,7 +221,14 @@ def run(args) -> int:
     for _who, path, w in load_warnings(cmp):      # what a loader dropped or guessed: one line each
         print(f"warning: {path}: {' '.join(w.split())}", file=sys.stderr)
     payload = service.overview(cmp)
+    steps = None
+    if args.json or args.steps:
+        try:
+            steps = service.steps(cmp)
+        except Unusable as e:
+            raise CliError(e.message)
     if args.json:
+        payload = {**payload, "steps": steps}
         data = encode(payload)
         if args.json == "-":
             out = getattr(sys.stdout, "buffer", None)
@@ -236,6 +247,10 @@ def run(args) -> int:
             raise CliError(f"cannot write {args.xlsx}: {e.strerror or e}")
     if not args.quiet and args.json != "-":
         print(overview_table(payload, wide=args.wide, color=sys.stdout.isatty()))
+    if args.steps and args.json != "-":
+        if not args.quiet:
+            print()
+        print(steps_table(steps, wide=args.wide, color=sys.stdout.isatty()))
     return EXIT_OK
 
 

@@ -85,6 +85,7 @@ class ProfileComparePlugin(base_plugin.TBPlugin):
             "/compare/xlsx": r(self._compare_xlsx),
             "/export": r(self._export),
             "/compare/communication": r(self._compare_communication),
+            "/compare/steps": r(self._compare_steps),
             "/compare/*": r(self._compare_view),
             "/static/*": r(self._static),
         }
@@ -234,6 +235,12 @@ class ProfileComparePlugin(base_plugin.TBPlugin):
         may_parse = self._accept_post(request)
         return self._reply(request, self._service.answer(*self._pair(request), "communication",
                                                            communication_payload, may_parse))
+
+    def _compare_steps(self, request):
+        """The step comparison: per step and side the breakdown and phases, each side's
+        efficiency, per metric the across-step statistics with the noise verdict."""
+        may_parse = self._accept_post(request)
+        return self._reply(request, self._service.steps(*self._pair(request), may_parse))
 
     def _compare_overall(self, request):
         may_parse = self._accept_post(request)

@@ -111,3 +111,101 @@ def _fit_collective(row: dict, name: str, width: int) -> str:
     room = width - len(op) - 3
     group = name[len(op) + 2:-1]
     return f"{op} [{fit(group, room)}]" if room >= 6 else fit(name, width)
+
+
+# ----------------------------------------------------------------------------- --steps
+
+NOISE_MARKS = {True: "~", False: "*", None: "?"}
+NOISE_LEGEND = "* beyond step-to-step noise, ~ within noise, ? noise unknown (one step a side)"
+EFFICIENCY_LABELS = (("gpu_utilization", "GPU utilization", "ratio"),
+                     ("sm_efficiency", "est. SM efficiency", "ratio"),
+                     ("achieved_occupancy", "est. achieved occupancy", "percent"),
+                     ("tensor_core_ratio", "tensor-core kernel time", "ratio"),
+                     ("ai_core_utilization", "AI Core busy", "ratio"),
+                     ("cube_utilization", "cube utilization", "ratio"),
+                     ("vector_utilization", "vector utilization", "ratio"))
+
+
+def _short(v) -> str:
+    """A millisecond figure with about four significant digits."""
+    if v is None or (isinstance(v, float) and not math.isfinite(v)):
+        return "-"
+    a = abs(v)
+    return f"{v:,.1f}" if a >= 1000 else f"{v:.2f}" if a >= 100 else f"{v:.3f}" if a >= 0.01 or a == 0 else f"{v:.4f}"
+
+
+def _stat_text(s: dict) -> str:
+    if not s or s.get("mean_ms") is None:
+        return "-"
+    sd = s.get("stdev_ms")
+    return f"{_short(s['mean_ms'])} ± {_short(sd) if sd is not None else '?'} ({s.get('n', 0)})"
+
+
+def _signed(v) -> str:
+    if v is None:
+        return "-"
+    t = _short(v)
+    return t if t.startswith("-") or t.strip("0.,") == "" else "+" + t
+
+
+def steps_order(steps: dict) -> list:
+    """The metrics of a steps payload in the order every presenter shows them: the ranked
+    step-level differences (``top_differences``) first, then the others in the engine's order."""
+    metrics = steps.get("metrics") or []
+    by_name = {m["name"]: m for m in metrics}
+    top = [by_name[n] for n in steps.get("top_differences") or [] if n in by_name]
+    seen = {m["name"] for m in top}
+    return top + [m for m in metrics if m["name"] not in seen]
+
+
+def efficiency_text(eff: dict) -> str:
+    """``GPU utilization 85.2%, est. SM efficiency 70.1%, ...`` (figures that exist), or ``-``."""
+    parts = []
+    for key, label, kind in EFFICIENCY_LABELS:
+        v = (eff or {}).get(key)
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v):
+            parts.append(f"{label} {v:.1f}%" if kind == "percent" else f"{label} {v * 100:.1f}%")
+    return ", ".join(parts) if parts else "not available"
+
+
+def steps_table(steps: dict, wide: bool = False, color: bool = False) -> str:
+    """The ``--steps`` table: per step-level metric both sides' mean ± stdev (n) over the steps,
+    the difference, the ratio and the noise mark; ranked differences first; then one line per
+    side with its device efficiency, and the notes."""
+    b, t = steps.get("baseline") or {}, steps.get("target") or {}
+    nb, nt = len(b.get("steps") or []), len(t.get("steps") or [])
+    lines = [f"Steps: baseline {nb}, target {nt} (per step: mean ± stdev over the steps (n), ms)"]
+    rows = steps_order(steps)
+    ranked = set(steps.get("top_differences") or [])
+    cells = [(m["name"], _stat_text(m.get("baseline")), _stat_text(m.get("target")), _signed(m.get("diff_ms")),
+              _ratio(m["ratio"]) if m.get("ratio") is not None else "-", NOISE_MARKS.get(m.get("within_noise"), "?"))
+             for m in rows]
+    name_w = max([len("Metric")] + [len(c[0]) for c in cells]) + 1
+    if not wide:
+        name_w = min(name_w, 26)
+    bw = max([len("Baseline")] + [len(c[1]) for c in cells]) + 1
+    tw = max([len("Target")] + [len(c[2]) for c in cells]) + 1
+    dw = max([len("Diff")] + [len(c[3]) for c in cells]) + 2
+    rw = max([len("Ratio")] + [len(c[4]) for c in cells]) + 1
+    head = f"{'Metric':<{name_w}}{'Baseline':>{bw}}{'Target':>{tw}}{'Diff':>{dw}}{'Ratio':>{rw}}  "
+    lines += [head, "-" * len(head)]
+    red, green, grey, reset = ("\x1b[31m", "\x1b[32m", "\x1b[2m", "\x1b[0m") if color else ("", "", "", "")
+    for i, (m, c) in enumerate(zip(rows, cells)):
+        if i and rows[i - 1]["name"] in ranked and m["name"] not in ranked:
+            lines.append("")                      # the ranked differences, then the rest
+        line = f"{fit(c[0], name_w - 1):<{name_w}}{c[1]:>{bw}}{c[2]:>{tw}}{c[3]:>{dw}}{c[4]:>{rw}} {c[5]}"
+        d = m.get("diff_ms")
+        if color and m.get("within_noise") is True:
+            line = grey + line + reset
+        elif color and m.get("within_noise") is False and d:
+            line = (red if d > 0 else green) + line + reset
+        lines.append(line)
+    lines.append(NOISE_LEGEND)
+    lines.append("")
+    import textwrap
+    for who, side in (("baseline", b), ("target", t)):
+        text = f"Efficiency {who + ':':<10}{efficiency_text(side.get('efficiency'))}"
+        lines += [text] if wide else textwrap.wrap(text, 80, subsequent_indent=" " * 21)
+    for n in steps.get("notes") or []:
+        lines.append(f"note: {n}")
+    return "\n".join(lines)

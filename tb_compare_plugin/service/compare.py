@@ -9,7 +9,7 @@ Everything heavy runs on the service's own bounded thread pools (parsing in pars
 processes), never on the caller's thread: a call waits at most ``wait`` seconds and then
 raises :class:`~.errors.Pending` with the job's progress; asking again joins the same job.
 The CLI uses the same functions without the caches: :func:`make_comparison`,
-:func:`overview`, :func:`write_workbook`.
+:func:`overview`, :func:`steps`, :func:`write_workbook`.
 """
 from __future__ import annotations
 
@@ -47,6 +47,17 @@ def overview(cmp) -> dict:
     return overall_payload(cmp)
 
 
+def steps(cmp) -> dict:
+    """The step comparison answer (``compare/steps``, ``"steps"`` of ``tb-compare --json``):
+    ``presenters.steps_json.steps_payload``.  A pair whose steps cannot be compared (the engine
+    says why with a ValueError) is Unusable."""
+    from ..presenters.steps_json import steps_payload
+    try:
+        return steps_payload(cmp)
+    except ValueError as e:
+        raise Unusable(f"the steps cannot be compared: {user_message(e)}") from e
+
+
 def write_workbook(cmp, target, sheets=None) -> list[str]:
     """The workbook of ``cmp`` into ``target`` (a path, written atomically, or a binary file)."""
     from ..presenters.xlsx_workbook import write_workbook as write
@@ -64,9 +75,10 @@ def warm_imports() -> None:
     recursion depth mismatch") when threads compile modules at once."""
     import importlib
     for mod in ("overall", "communication", "operator", "module", "memory", "memory_curve",
-                "memory_peak", "kernel", "api"):
+                "memory_peak", "kernel", "api", "steps"):
         importlib.import_module(f"tb_compare_plugin.engines.{mod}")
-    for mod in ("analyses", "presenters.xlsx_workbook", "presenters.views", "presenters.overall_json"):
+    for mod in ("analyses", "presenters.xlsx_workbook", "presenters.views", "presenters.overall_json",
+                "presenters.steps_json"):
         importlib.import_module(f"tb_compare_plugin.{mod}")
 
 
@@ -259,6 +271,10 @@ class CompareService:
         what = ("table", name, tuple(sorted(params.items())))
         return self.derived(base, target, options, what, lambda cmp: view_page(cmp, name, **dict(params)),
                             may_parse, expected=(ValueError, Unavailable))
+
+    def steps(self, base, target, options, may_parse: bool = False) -> dict:
+        """The step comparison (:func:`steps`), computed once per pair key."""
+        return self.derived(base, target, options, ("steps",), steps, may_parse, expected=(Unusable,))
 
     def answer(self, base, target, options, name: str, fn, may_parse: bool = False):
         """Any other answer ``fn(comparison)`` (memory curves, communication, ...)."""

@@ -1,0 +1,66 @@
+"""The step comparison as JSON: the ``"steps"`` object of issue 15, which the route
+``compare/steps`` answers and ``tb-compare --json`` writes under ``"steps"`` (schema in
+docs/api.md), and the ranking of step-level differences every presenter shows in one order.
+
+The object is :meth:`engines.steps.StepsComparison.to_dict` plus, added here:
+
+* ``"top_differences"``: the ranked step-level differences (names of ``metrics``), by the rule of
+  :func:`ranked` (the engine's ``top_differences`` when it has one);
+* ``"notes"``: each side's notes (what could not be computed, and why) as ``"baseline: ..."`` /
+  ``"target: ..."``, how ``within_noise`` is decided, and that noise is unknown when a side has
+  fewer than two steps.
+"""
+from __future__ import annotations
+
+# the leaf phases the ranking ranks; step_time, phases.tail and breakdown.* overlap them
+RANKED = ("phases.iteration_gap", "phases.fwd_bwd", "phases.tail_compute", "phases.tail_communication")
+
+NOISE_UNKNOWN = "noise unknown (one step per side)"
+
+
+def _name(m) -> str:
+    return m if isinstance(m, str) else (m.get("name") if isinstance(m, dict) else m.name)
+
+
+def ranked(sc, n: int | None = None) -> list:
+    """The step-level differences of ``sc`` (a StepsComparison), biggest first: the leaf phase
+    metrics (``RANKED``) by |diff_ms|, leaving out those ``within_noise`` and those with no or
+    a zero difference.  The engine's ``top_differences(n)`` when it has one."""
+    by_name = {m.name: m for m in sc.metrics}
+    own = getattr(sc, "top_differences", None)
+    if callable(own):
+        return [by_name[_name(m)] for m in own(n) if _name(m) in by_name]
+    out = [m for m in sc.metrics if m.name in RANKED and m.within_noise is not True
+           and m.diff_ms is not None and m.diff_ms != 0]
+    out.sort(key=lambda m: -abs(m.diff_ms))
+    return out if n is None else out[:n]
+
+
+def noise_word(within_noise) -> str:
+    """How a metric's noise verdict reads: ``within noise``, ``beyond noise``, ``noise unknown``."""
+    return {True: "within noise", False: "beyond noise"}.get(within_noise, "noise unknown")
+
+
+def steps_notes(sc) -> list[str]:
+    notes = []
+    for who, side in (("baseline", sc.baseline), ("target", sc.target)):
+        notes += [f"{who}: {n}" for n in side.notes]
+        if not side.steps:
+            notes.append(f"{who}: no steps (no ProfilerStep#N or Ascend step id): no step-level figures")
+    nb, nt = len(sc.baseline.steps), len(sc.target.steps)
+    if min(nb, nt) == 1:
+        notes.append(f"{NOISE_UNKNOWN[:-1]}: the baseline has {nb} step{'s' * (nb != 1)}, the target "
+                     f"{nt}; two or more on each side are needed to tell a difference from step-to-step "
+                     "variation, so within_noise is null")
+    if sc.noise_test:
+        notes.append(f"within_noise: {sc.noise_test}")
+    return notes
+
+
+def steps_payload(cmp) -> dict:
+    """The ``"steps"`` object of ``cmp`` (a Comparison)."""
+    sc = cmp.steps()
+    out = sc.to_dict()
+    out["top_differences"] = [m.name for m in ranked(sc)]
+    out["notes"] = list(out.get("notes") or []) + steps_notes(sc)
+    return out
