@@ -21,7 +21,7 @@ COLUMNS = {
     "Free": "free",
     "Stage": "stage",
     "Bubble": "bubble",
-    "Communication(Not Overlapped and Exclude Receive)": "communication_not_overlapped_exclude_receive",
+    "Communication(Not Overlapped and Exclude Receive)": "communication_not_overlapped_and_exclude_receive",
     "Preparing": "preparing",
 }
 

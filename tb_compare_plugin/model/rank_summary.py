@@ -38,7 +38,7 @@ SCHEMAS: dict[str, dict[str, str]] = {
                     "elapse": F64, "wait": F64, "transmit": F64, "synchronization": F64,
                     "idle": F64, "bytes": F64},
     "links": {"step": I64, "collective": S, "src_rank": I64, "dst_rank": I64, "transport": S,
-              "bytes": F64, "time": F64},
+              "bytes": F64, "time": F64, "group": S, "op_name": S},
 }
 _MISSING = {I64: -1, F64: np.nan, S: ""}
 

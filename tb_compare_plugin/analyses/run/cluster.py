@@ -3,11 +3,15 @@ whose ``to_dict()`` is the JSON of the route ``cluster`` and of ``tb-compare clu
 
 Pure: a function of lists of :class:`RankSummary`; it never reads files.  The parts live in
 :mod:`.per_rank`, :mod:`.slow_rank`, :mod:`.slow_link`, :mod:`.strategy` and :mod:`.cluster_diff`.
+``options``: ``min_share`` (slow rank floor, share of the step), ``link_ratio`` (slow link
+threshold, share of the peers' median bandwidth).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Mapping, Sequence
+
+import pandas as pd
 
 from ...model.rank_summary import RankSummary
 from . import cluster_diff, per_rank, slow_link, slow_rank, strategy
@@ -18,44 +22,55 @@ class ClusterResult:
     run: str
     ranks: list                      # per rank and step (per_rank.ROW_KEYS)
     slow_ranks: list                 # slow_rank.find(...)
-    links: list                      # slow_link.find(...)
+    links: list                      # slow_link.rows(...)
     hints: list                      # strategy.hints(...), plain sentences
+    slow_links: list = field(default_factory=list)    # slow links by (src, dst, transport)
     collectives: list = field(default_factory=list)   # per collective per rank: wait/transmit
     warnings: list = field(default_factory=list)      # every rank's warnings, "FILE: ..."
+    summary: dict = field(default_factory=dict)       # rank count, steps, slowest rank
     against: "ClusterResult | None" = None
     diff: "list | None" = None
-    summary: dict = field(default_factory=dict)       # rank count, slowest rank, steps
+    diff_summary: "dict | None" = None
+    table: pd.DataFrame | None = field(default=None, repr=False)   # per rank and step, ns
 
     def to_dict(self) -> dict:
         return {"run": self.run, "ranks": self.ranks, "slow_ranks": self.slow_ranks,
                 "links": self.links, "hints": self.hints,
                 "against": self.against.to_dict() if self.against is not None else None,
-                "diff": self.diff, "collectives": self.collectives, "summary": self.summary,
-                "warnings": self.warnings}
+                "diff": self.diff, "diff_summary": self.diff_summary,
+                "slow_links": self.slow_links, "collectives": self.collectives,
+                "summary": self.summary, "warnings": self.warnings}
 
 
-def _one(run: str, summaries: Sequence[RankSummary]) -> ClusterResult:
+def _one(run: str, summaries: Sequence[RankSummary], options: Mapping) -> ClusterResult:
     summaries = sorted(summaries, key=lambda s: s.rank)
-    ranks = per_rank.rows(summaries)
+    seen: set = set()
+    dup = sorted({s.rank for s in summaries if s.rank in seen or seen.add(s.rank)})
+    if dup:
+        raise ValueError(f"{run}: rank(s) {dup[:8]} appear in more than one worker")
+    warnings = [w for s in summaries for w in s.warnings]
+    coll = per_rank.all_collectives(summaries)
+    table = per_rank.step_table(summaries, coll)
+    links = slow_link.flag(slow_link.link_table(summaries, warnings),
+                           options.get("link_ratio", slow_link.RATIO))
+    slow = slow_rank.find(table, coll, options.get("min_share", slow_rank.MIN_SHARE))
+    pairs = slow_link.slow_pairs(links)
     return ClusterResult(
-        run=run, ranks=ranks,
-        slow_ranks=slow_rank.find(summaries),
-        links=slow_link.find(summaries),
-        hints=strategy.hints(summaries),
-        collectives=per_rank.collective_rows(summaries),
-        warnings=[w for s in summaries for w in s.warnings],
-        summary=per_rank.overview(summaries),
-    )
+        run=run, ranks=per_rank.rows(summaries, table), slow_ranks=slow,
+        links=slow_link.rows(links), hints=strategy.hints(table, coll, slow, pairs),
+        slow_links=pairs, collectives=per_rank.collective_rows(coll), warnings=warnings,
+        summary=per_rank.overview(summaries, table), table=table)
 
 
-def analyse_cluster(run: str, summaries: Sequence[RankSummary], against=None) -> ClusterResult:
+def analyse_cluster(run: str, summaries: Sequence[RankSummary], against=None,
+                    options: Mapping | None = None) -> ClusterResult:
     """The cluster analysis of ``run`` (its ranks' summaries).  ``against``: ``(run, summaries)``
     of a second run: the result then also holds that run's analysis (``against``) and the
-    differences baseline (this run) -> target (``against``) in ``diff``."""
-    result = _one(run, summaries)
+    differences this run (baseline) -> ``against`` (target) in ``diff`` / ``diff_summary``."""
+    options = dict(options or {})
+    result = _one(run, summaries, options)
     if against is not None:
         other_run, other = against
-        result.against = _one(other_run, other)
-        result.diff = cluster_diff.diff(sorted(summaries, key=lambda s: s.rank),
-                                        sorted(other, key=lambda s: s.rank))
+        result.against = _one(other_run, other, options)
+        result.diff, result.diff_summary = cluster_diff.diff(result.table, result.against.table)
     return result

@@ -1,10 +1,22 @@
 """The per-rank table: per rank and step, the figures of the reference's
 ``cluster_step_trace_time.csv`` / ``cluster_time_summary.csv`` in milliseconds, and per collective
-per rank its wait and transmit time."""
+per rank its wait and transmit time.
+
+Wait and transmit are cross-rank figures, as the reference's cluster_time_summary defines them:
+a collective (same group, name and step on every rank that ran it) cannot finish before its
+last rank arrives, so the shortest elapse among its ranks is the collective's transmit time and
+each rank's excess over it is that rank's wait.  A rank's wait in a step is the sum of its
+waits, its transmit the sum of the collectives' shortest elapses.  Where no collective of a rank
+is seen on another rank (one rank, or files without collectives), the rank's own figures stay
+(the profiler's Wait/Transit Time sums).
+"""
 from __future__ import annotations
 
 import math
 from typing import Sequence
+
+import numpy as np
+import pandas as pd
 
 from ...model.rank_summary import STEP_METRICS, RankSummary
 
@@ -16,31 +28,80 @@ def _ms(ns) -> "float | None":
     return None if math.isnan(x) else x / 1e6
 
 
-def rows(summaries: Sequence[RankSummary]) -> list:
+def all_collectives(summaries: Sequence[RankSummary]) -> pd.DataFrame:
+    """Every rank's collectives in one frame with ``rank``, plus the cross-rank columns
+    ``min_elapse`` (the collective's shortest elapse over the ranks that ran it), ``x_wait``
+    (elapse - min_elapse), ``ranks`` (how many ranks ran it) and ``last`` (this rank had the
+    shortest elapse: the one the others waited for)."""
+    frames = [s.collectives.assign(rank=s.rank) for s in summaries if not s.collectives.empty]
+    if not frames:
+        cols = list(RankSummary(rank=0).collectives.columns) + ["rank", "min_elapse", "x_wait",
+                                                                 "ranks", "last"]
+        return pd.DataFrame(columns=cols)
+    df = pd.concat(frames, ignore_index=True)
+    key = [df["group"], df["name"], df["step"]]
+    g = df.groupby(key, sort=False)["elapse"]
+    df["min_elapse"] = g.transform("min")
+    df["ranks"] = g.transform("count")
+    df["x_wait"] = df["elapse"] - df["min_elapse"]
+    df["last"] = (df["x_wait"] == 0) & (df["ranks"] > 1)
+    return df
+
+
+def step_table(summaries: Sequence[RankSummary], coll: pd.DataFrame | None = None) -> pd.DataFrame:
+    """All ranks' steps tables in one frame (ns) with ``rank``/``worker``; wait/transmit replaced
+    by the cross-rank figures where the rank's collectives were seen on other ranks."""
+    frames = [s.steps.assign(rank=s.rank, worker=s.worker) for s in summaries]
+    if not frames:
+        return pd.DataFrame(columns=["rank", "worker", *RankSummary(rank=0).steps.columns])
+    df = pd.concat(frames, ignore_index=True)
+    coll = all_collectives(summaries) if coll is None else coll
+    shared = coll[(coll["ranks"] > 1) & coll["elapse"].notna()]
+    if not shared.empty:
+        sums = shared.groupby(["rank", "step"]).agg(w=("x_wait", "sum"), t=("min_elapse", "sum"))
+        idx = pd.MultiIndex.from_arrays([df["rank"], df["step"]])
+        hit = idx.isin(sums.index)
+        if hit.any():
+            got = sums.reindex(idx[hit])
+            df.loc[hit, "wait"] = got["w"].to_numpy()
+            df.loc[hit, "transmit"] = got["t"].to_numpy()
+    return df
+
+
+def rows(summaries: Sequence[RankSummary], table: pd.DataFrame | None = None) -> list:
+    table = step_table(summaries) if table is None else table
     out = []
-    for s in summaries:
-        for rec in s.steps.itertuples(index=False):
-            row = {"rank": s.rank, "worker": s.worker, "step": int(rec.step)}
-            for m in STEP_METRICS:
-                row[f"{m}_ms"] = _ms(getattr(rec, m))
-            out.append(row)
+    for rec in table.sort_values(["rank", "step"], kind="stable").itertuples(index=False):
+        row = {"rank": int(rec.rank), "worker": rec.worker, "step": int(rec.step)}
+        for m in STEP_METRICS:
+            row[f"{m}_ms"] = _ms(getattr(rec, m))
+        out.append(row)
     return out
 
 
-def collective_rows(summaries: Sequence[RankSummary]) -> list:
+def collective_rows(coll: pd.DataFrame) -> list:
+    """Per collective per rank: the profiler's own Communication Time Info (elapse, wait,
+    transmit, synchronization, idle) and the cross-rank wait (``cluster_wait_ms``)."""
     out = []
-    for s in summaries:
-        for rec in s.collectives.itertuples(index=False):
-            out.append({"rank": s.rank, "step": int(rec.step), "collective": rec.name,
-                        "op_type": rec.op_type, "group": rec.group,
-                        "elapse_ms": _ms(rec.elapse), "wait_ms": _ms(rec.wait),
-                        "transmit_ms": _ms(rec.transmit),
-                        "synchronization_ms": _ms(rec.synchronization), "idle_ms": _ms(rec.idle),
-                        "size_mb": None if math.isnan(rec.bytes) else rec.bytes / 1e6})
+    for rec in coll.sort_values(["step", "rank"], kind="stable").itertuples(index=False):
+        out.append({"rank": int(rec.rank), "step": int(rec.step), "collective": rec.name,
+                    "op_type": rec.op_type, "group": rec.group,
+                    "elapse_ms": _ms(rec.elapse), "wait_ms": _ms(rec.wait),
+                    "transmit_ms": _ms(rec.transmit),
+                    "synchronization_ms": _ms(rec.synchronization), "idle_ms": _ms(rec.idle),
+                    "cluster_wait_ms": _ms(rec.x_wait), "waited_for": bool(rec.last),
+                    "size_mb": None if math.isnan(rec.bytes) else rec.bytes / 1e6})
     return out
 
 
-def overview(summaries: Sequence[RankSummary]) -> dict:
-    steps = sorted({int(x) for s in summaries for x in s.steps["step"]})
-    return {"rank_count": len(summaries), "steps": steps,
+def overview(summaries: Sequence[RankSummary], table: pd.DataFrame) -> dict:
+    steps = sorted({int(x) for x in table["step"]}) if len(table) else []
+    slowest = None
+    if len(table) and table["step_time"].notna().any():
+        per = table.groupby("rank")["step_time"].mean()
+        r = int(per.idxmax())
+        slowest = {"rank": r, "step_time_ms": float(per[r]) / 1e6,
+                   "median_step_time_ms": float(np.median(per.to_numpy())) / 1e6}
+    return {"rank_count": len(summaries), "ranks_listed": [s.rank for s in summaries][:64],
+            "steps": steps, "slowest_rank": slowest,
             "ranks_without_steps": [s.rank for s in summaries if s.steps.empty]}

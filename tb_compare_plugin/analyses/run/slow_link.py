@@ -1,6 +1,95 @@
-"""Links: per (step, collective, src, dst) size/time/bandwidth; slow links flagged."""
+"""Links: per (step, collective, src rank, dst rank) the transport, bytes, time and bandwidth each
+rank reports (communication_matrix.json / CommAnalyzerMatrix on NPU, NCCL kernel arguments on
+GPU), and the slow ones.
+
+A link is slow when its bandwidth is below ``ratio`` (default 0.5) times the median bandwidth of
+the links of the same transport carrying the same collective in the same step, among at least
+three such links (fewer cannot say which side is abnormal).  Like with like: bandwidth depends
+on the message size and on the transport, so a link is compared only with its peers.  LOCAL
+(a rank's copy to itself) is listed, never flagged: it is no link.  Links naming a rank outside
+the run (a profiler that numbers devices of the whole node) are dropped with a warning.
+Bandwidth = size / time, GB/s = MB/ms as the profiler counts them (10**9 bytes per second).
+"""
 from __future__ import annotations
 
+import math
+from typing import Sequence
 
-def find(summaries) -> list:
-    return []
+import numpy as np
+import pandas as pd
+
+RATIO = 0.5
+MIN_PEERS = 3
+NOT_A_LINK = {"LOCAL"}
+
+
+def link_table(summaries: Sequence, warnings: list) -> pd.DataFrame:
+    frames = [s.links.assign(reporter=s.rank) for s in summaries if not s.links.empty]
+    if not frames:
+        return pd.DataFrame(columns=["step", "collective", "src_rank", "dst_rank", "transport",
+                                     "bytes", "time", "group", "op_name", "reporter", "bandwidth"])
+    df = pd.concat(frames, ignore_index=True)
+    ranks = {s.rank for s in summaries}
+    outside = ~(df["src_rank"].isin(ranks) & df["dst_rank"].isin(ranks))
+    if outside.any():
+        names = sorted((set(df.loc[outside, "src_rank"]) | set(df.loc[outside, "dst_rank"])) - ranks)
+        shown = ", ".join(str(r) for r in names[:8]) + (" ..." if len(names) > 8 else "")
+        warnings.append(f"{int(outside.sum())} link(s) name ranks outside the run ({shown}); "
+                        "dropped (the profiler numbers the devices of the whole node)")
+        df = df[~outside]
+    # a link reported twice (by its source and its destination): keep the source's report
+    df = df.assign(own=(df["reporter"] == df["src_rank"]).astype(int))
+    df = df.sort_values("own", ascending=False, kind="stable").drop_duplicates(
+        ["step", "collective", "group", "src_rank", "dst_rank"]).drop(columns="own")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        df = df.assign(bandwidth=np.where(df["time"] > 0, df["bytes"] / df["time"], np.nan))
+    return df.sort_values(["step", "collective", "src_rank", "dst_rank"], kind="stable")
+
+
+def flag(df: pd.DataFrame, ratio: float = RATIO) -> pd.DataFrame:
+    """``df`` with ``median_bw`` (of the link's peers) and ``slow``."""
+    df = df.copy()
+    df["median_bw"] = np.nan
+    df["peers"] = 0
+    real = ~df["transport"].isin(NOT_A_LINK) & df["bandwidth"].notna()
+    if real.any():
+        g = df[real].groupby(["step", "collective", "transport"])["bandwidth"]
+        df.loc[real, "median_bw"] = g.transform("median")
+        df.loc[real, "peers"] = g.transform("count")
+    df["slow"] = real & (df["peers"] >= MIN_PEERS) & (df["bandwidth"] < ratio * df["median_bw"])
+    return df
+
+
+def _num(x, scale=1.0):
+    x = float(x)
+    return None if math.isnan(x) else x * scale
+
+
+def rows(df: pd.DataFrame) -> list:
+    out = []
+    for r in df.itertuples(index=False):
+        out.append({"step": int(r.step), "collective": r.collective, "group": r.group,
+                    "src_rank": int(r.src_rank), "dst_rank": int(r.dst_rank),
+                    "transport": r.transport, "size_mb": _num(r.bytes, 1e-6),
+                    "time_ms": _num(r.time, 1e-6), "bandwidth_gbps": _num(r.bandwidth),
+                    "slow": bool(r.slow), "op_name": r.op_name})
+    return out
+
+
+def slow_pairs(df: pd.DataFrame) -> list:
+    """The slow links by (src, dst, transport): how many of their collectives were slow, their
+    median bandwidth against their peers' median, and a reason."""
+    slow = df[df["slow"]]
+    out = []
+    for (src, dst, tr), g in slow.groupby(["src_rank", "dst_rank", "transport"]):
+        bw, med = float(g["bandwidth"].median()), float(g["median_bw"].median())
+        total = int(((df["src_rank"] == src) & (df["dst_rank"] == dst)
+                     & (df["transport"] == tr)).sum())
+        out.append({"src_rank": int(src), "dst_rank": int(dst), "transport": tr,
+                    "bandwidth_gbps": bw, "median_gbps": med, "ratio": bw / med if med else None,
+                    "slow_collectives": len(g), "collectives": total,
+                    "reason": f"link {src}->{dst} ({tr}): {bw:.2f} GB/s, {bw / med:.0%} of the "
+                              f"median {med:.2f} GB/s of its peers, slow in {len(g)} of "
+                              f"{total} collectives"})
+    out.sort(key=lambda d: (d["ratio"] if d["ratio"] is not None else 1, d["src_rank"]))
+    return out
