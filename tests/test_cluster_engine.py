@@ -38,3 +38,122 @@ def test_result_has_the_issue_keys():
     assert d["against"] is None and d["diff"] is None
     both = analyse_cluster("a", [summary(0)], against=("b", [summary(0), summary(1)])).to_dict()
     assert both["against"]["run"] == "b" and isinstance(both["diff"], list)
+
+
+# ----------------------------------------------------------------------- synthetic clusters
+def cluster(n, slow_rank=None, extra_ms=20.0, slow_link=None, cut=0.25, seed=0):
+    """n ranks of a data-parallel job: 100 ms compute, one 30 ms all-reduce per step (the
+    others wait for the slowest rank inside it), a ring of HCCS links; jitter of about 1 %.
+    ``slow_rank`` computes ``extra_ms`` more; ``slow_link`` (src, dst) moves at ``cut`` of
+    the bandwidth."""
+    import numpy as np
+    rng = np.random.default_rng(seed)
+    out = []
+    steps = (1, 2)
+    comp = {(r, s): 100e6 * (1 + 0.01 * rng.standard_normal()) + (extra_ms * 1e6 if r == slow_rank else 0)
+            for r in range(n) for s in steps}
+    for r in range(n):
+        st, co, li = {k: [] for k in ("step", "computing", "communication_not_overlapped",
+                                       "overlapped", "communication", "free", "step_time",
+                                       "preparing", "bubble")}, [], []
+        for s in steps:
+            latest = max(comp[(q, s)] for q in range(n))
+            elapse = 30e6 + (latest - comp[(r, s)])
+            free = 2e6 * (1 + 0.01 * rng.standard_normal())
+            for k, v in (("step", s), ("computing", comp[(r, s)]),
+                         ("communication_not_overlapped", elapse), ("overlapped", 0.0),
+                         ("communication", elapse), ("free", free),
+                         ("step_time", comp[(r, s)] + elapse + free), ("preparing", 1e6),
+                         ("bubble", 0.0)):
+                st[k].append(v)
+            co.append({"step": s, "name": f"hcom_allReduce_{s}", "op_type": "collective",
+                       "group": "g", "elapse": elapse, "wait": elapse - 30e6,
+                       "transmit": 30e6, "bytes": 100e6})
+            dst = (r + 1) % n
+            t = 100e6 / 20.0 * (1 + 0.02 * rng.standard_normal())   # 100 MB at ~20 GB/s
+            if slow_link == (r, dst):
+                t /= cut
+            li.append({"step": s, "collective": "allreduce-total", "src_rank": r, "dst_rank": dst,
+                       "transport": "HCCS", "bytes": 100e6, "time": t, "group": "g"})
+            li.append({"step": s, "collective": "allreduce-total", "src_rank": r, "dst_rank": r,
+                       "transport": "LOCAL", "bytes": 10e6, "time": 10e6 / 400 * (1 + rng.random()),
+                       "group": "g"})
+        import pandas as pd
+        out.append(RankSummary(rank=r, worker=f"rank{r}", steps=make_table("steps", st),
+                               collectives=make_table("collectives", pd.DataFrame(co)),
+                               links=make_table("links", pd.DataFrame(li))))
+    return out
+
+
+import pytest  # noqa: E402
+
+
+@pytest.mark.parametrize("n", [4, 8, 64])
+def test_clean_cluster_names_nothing(n):
+    d = analyse_cluster("clean", cluster(n)).to_dict()
+    assert d["slow_ranks"] == [] and d["slow_links"] == []
+    assert not any(l["slow"] for l in d["links"])
+
+
+@pytest.mark.parametrize("n", [4, 8, 64])
+def test_planted_slow_rank_is_named_with_its_phase(n):
+    d = analyse_cluster("slow", cluster(n, slow_rank=n // 2 + 1)).to_dict()
+    assert d["slow_ranks"], d["slow_ranks"]
+    assert {s["rank"] for s in d["slow_ranks"]} == {n // 2 + 1}
+    top = next(s for s in d["slow_ranks"] if s["metric"] == "computing")
+    assert top["phase"] == "computing" and top["value_ms"] > top["median_ms"] + 15
+    metrics = {s["metric"] for s in d["slow_ranks"]}
+    assert "computing" in metrics and "wait" in metrics    # it computes more, it waits least
+    wait = next(s for s in d["slow_ranks"] if s["metric"] == "wait")
+    assert "last to arrive at 2 of 2 collectives" in wait["reason"] and wait["phase"] == "computing"
+    assert d["hints"][0].startswith(f"Slow rank first: rank {n // 2 + 1}")
+    # the per-rank table carries the cross-rank wait: the slow rank waits 0
+    assert all(r["wait_ms"] == 0 for r in d["ranks"] if r["rank"] == n // 2 + 1)
+
+
+@pytest.mark.parametrize("n", [4, 8, 64])
+def test_planted_slow_link_is_named(n):
+    d = analyse_cluster("link", cluster(n, slow_link=(1, 2))).to_dict()
+    assert [(s["src_rank"], s["dst_rank"], s["transport"]) for s in d["slow_links"]] == [(1, 2, "HCCS")]
+    s = d["slow_links"][0]
+    assert 0.2 < s["ratio"] < 0.3 and s["slow_collectives"] == 2
+    assert {(l["src_rank"], l["dst_rank"]) for l in d["links"] if l["slow"]} == {(1, 2)}
+    assert d["slow_ranks"] == []
+
+
+def test_two_ranks_are_too_few_for_a_slow_rank():
+    d = analyse_cluster("two", cluster(2, slow_rank=1, extra_ms=50)).to_dict()
+    assert d["slow_ranks"] == []
+
+
+def test_dixon_and_modified_z():
+    import numpy as np
+    from tb_compare_plugin.analyses.run import slow_rank
+    assert slow_rank.outliers(np.array([10.0, 10.1, 20.0]), "high")[0][0] == 2
+    assert slow_rank.outliers(np.array([10.0, 10.1, 10.2]), "high") == []
+    v = np.r_[np.full(20, 10.0) + np.linspace(0, 0.2, 20), 12.0]
+    got = slow_rank.outliers(v, "high")
+    assert [i for i, _, m in got] == [20] and got[0][2] == "modified_z"
+    assert slow_rank.outliers(np.r_[np.full(20, 10.0), 9.0], "low")[0][0] == 20   # MAD = 0
+
+
+def test_cluster_against_cluster_names_the_regressed_phase():
+    base = cluster(8)
+    target = cluster(16, slow_rank=3, extra_ms=20, seed=1)
+    d = analyse_cluster("base", base, against=("target", target)).to_dict()
+    assert d["against"]["run"] == "target" and len(d["against"]["summary"]["ranks_listed"]) == 16
+    s = d["diff_summary"]
+    assert s["base_ranks"] == 8 and s["target_ranks"] == 16
+    assert s["slowest_target"]["rank"] == 3
+    assert s["only_target_ranks"] == list(range(8, 16))
+    # everyone waits for rank 3 in the all-reduce: communication not overlapped grew most
+    assert s["phase_regressed"] == "communication_not_overlapped"
+    per_rank = [r for r in d["diff"] if r["scope"] == "rank"]
+    assert len(per_rank) == 16 and per_rank[8]["step_time_base_ms"] is None
+    r3 = per_rank[3]
+    assert r3["computing_diff_ms"] > 15
+
+
+def test_hints_name_data_parallel_all_reduce_tail():
+    d = analyse_cluster("dp", cluster(8)).to_dict()
+    assert any(h.startswith("Data parallel:") for h in d["hints"]), d["hints"]

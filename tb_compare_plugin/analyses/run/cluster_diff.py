@@ -23,6 +23,15 @@ def _ms(x) -> "float | None":
     return None if math.isnan(x) else x / 1e6
 
 
+def busy_time(per: pd.DataFrame) -> "pd.Series | None":
+    """Per rank: step time minus its cross-rank wait (the time it spends on its own work).  In a
+    synchronous job every rank's step time is the slowest rank's, so the slowest rank is the one
+    that waits least, not the one with the longest step.  Without wait: the step time."""
+    if not len(per) or per["step_time"].isna().all():
+        return None
+    return (per["step_time"] - per["wait"].fillna(0)) if per["wait"].notna().any() else per["step_time"]
+
+
 def _per_rank(table: pd.DataFrame) -> pd.DataFrame:
     return table.groupby("rank")[list(STEP_METRICS)].mean() if len(table) else \
         pd.DataFrame(columns=list(STEP_METRICS))
@@ -47,10 +56,11 @@ def diff(base_table: pd.DataFrame, target_table: pd.DataFrame) -> tuple[list, di
     rows.append(_row("max", None, b.max() if len(b) else None, t.max() if len(t) else None))
 
     def slowest(p):
-        if not len(p) or p["step_time"].isna().all():
+        busy = busy_time(p)
+        if busy is None:
             return None
-        r = int(p["step_time"].idxmax())
-        return {"rank": r, "step_time_ms": _ms(p.loc[r, "step_time"])}
+        r = int(busy.idxmax())
+        return {"rank": r, "step_time_ms": _ms(p.loc[r, "step_time"]), "busy_ms": _ms(busy[r])}
 
     med = rows[-2]
     grew = [(med[f"{ph}_diff_ms"], ph) for ph in PHASES if med[f"{ph}_diff_ms"] is not None]

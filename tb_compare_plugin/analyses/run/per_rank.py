@@ -98,10 +98,13 @@ def overview(summaries: Sequence[RankSummary], table: pd.DataFrame) -> dict:
     steps = sorted({int(x) for x in table["step"]}) if len(table) else []
     slowest = None
     if len(table) and table["step_time"].notna().any():
-        per = table.groupby("rank")["step_time"].mean()
-        r = int(per.idxmax())
-        slowest = {"rank": r, "step_time_ms": float(per[r]) / 1e6,
-                   "median_step_time_ms": float(np.median(per.to_numpy())) / 1e6}
+        from .cluster_diff import busy_time
+        per = table.groupby("rank")[["step_time", "wait"]].mean()
+        busy = busy_time(per)
+        r = int(busy.idxmax())
+        slowest = {"rank": r, "step_time_ms": float(per.loc[r, "step_time"]) / 1e6,
+                   "busy_ms": float(busy[r]) / 1e6,
+                   "median_step_time_ms": float(np.median(per["step_time"].to_numpy())) / 1e6}
     return {"rank_count": len(summaries), "ranks_listed": [s.rank for s in summaries][:64],
             "steps": steps, "slowest_rank": slowest,
             "ranks_without_steps": [s.rank for s in summaries if s.steps.empty]}

@@ -19,7 +19,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-EXPOSED_SHARE = 0.30       # communication not overlapped / step time worth a hint
+EXPOSED_SHARE = 0.20       # communication not overlapped / step time worth a hint
 DOMINANT = 0.50            # share of communication time that makes a collective kind dominant
 IMBALANCE = 0.10           # stage imbalance (max/min computing - 1) worth a hint
 BUBBLE_SHARE = 0.05
