@@ -149,3 +149,29 @@ def test_two_ranks_name_no_slow_rank(results):
     for run in RUNS:
         assert results[run]["slow_ranks"] == []
         assert not any(l["slow"] for l in results[run]["links"])
+
+
+@pytest.fixture(scope="module")
+def gpu() -> dict:
+    summaries = [summarise_worker(str(CORPUS / "gpu" / "hta_2rank" / f"rank{r}.pt.trace.json.gz"))
+                 for r in (0, 1)]
+    return analyse_cluster("hta_2rank", summaries).to_dict()
+
+
+def test_gpu_two_ranks_from_the_full_parse(gpu):
+    """No reference cluster output exists for GPU traces: the reduction's own invariants, the
+    cross-rank wait/transmit split, and the ring-peer links with their warning."""
+    assert [(r["rank"], r["step"]) for r in gpu["ranks"]] == [(0, 551), (0, 552), (1, 551), (1, 552)]
+    for r in gpu["ranks"]:
+        assert r["communication_ms"] == pytest.approx(r["communication_not_overlapped_ms"] + r["overlapped_ms"])
+        assert r["computing_ms"] > 100 and r["bubble_ms"] is None
+        assert r["wait_ms"] + r["transmit_ms"] == pytest.approx(
+            sum(c["elapse_ms"] for c in gpu["collectives"]
+                if c["rank"] == r["rank"] and c["step"] == r["step"]))
+    # both ranks share each collective's transmit time (its shortest elapse)
+    t = {(r["rank"], r["step"]): r["transmit_ms"] for r in gpu["ranks"]}
+    assert t[(0, 551)] == t[(1, 551)] and t[(0, 552)] == t[(1, 552)]
+    assert {(l["src_rank"], l["dst_rank"], l["transport"]) for l in gpu["links"]} == {(0, 1, "NCCL"), (1, 0, "NCCL")}
+    assert any("next rank of the group's ring" in w for w in gpu["warnings"])
+    assert any("without message size" in w for w in gpu["warnings"])     # a 2023 trace: no nelems
+    assert gpu["slow_ranks"] == []

@@ -30,6 +30,7 @@ def link_table(summaries: Sequence, warnings: list) -> pd.DataFrame:
                                      "bytes", "time", "group", "op_name", "reporter", "bandwidth"])
     df = pd.concat(frames, ignore_index=True)
     ranks = {s.rank for s in summaries}
+    df = _ring_peers(df, warnings)
     outside = ~(df["src_rank"].isin(ranks) & df["dst_rank"].isin(ranks))
     if outside.any():
         names = sorted((set(df.loc[outside, "src_rank"]) | set(df.loc[outside, "dst_rank"])) - ranks)
@@ -44,6 +45,31 @@ def link_table(summaries: Sequence, warnings: list) -> pd.DataFrame:
     with np.errstate(divide="ignore", invalid="ignore"):
         df = df.assign(bandwidth=np.where(df["time"] > 0, df["bytes"] / df["time"], np.nan))
     return df.sort_values(["step", "collective", "src_rank", "dst_rank"], kind="stable")
+
+
+def _ring_peers(df: pd.DataFrame, warnings: list) -> pd.DataFrame:
+    """Links whose peer the source does not name (``dst_rank`` -1: NCCL kernels name their group,
+    not their peer): the peer is taken as the next rank of the group's ring (the group's ranks
+    = the ranks that report it, in rank order), and the time as the collective's shortest elapse
+    among those ranks (its transmit time: the rest is waiting for the last rank)."""
+    unknown = df["dst_rank"] < 0
+    if not unknown.any():
+        return df
+    df = df.copy()
+    sub = df[unknown]
+    members = sub.groupby("group")["src_rank"].agg(lambda x: sorted(set(int(v) for v in x)))
+    nxt = {}
+    for group, ranks in members.items():
+        for i, r in enumerate(ranks):
+            nxt[(group, r)] = ranks[(i + 1) % len(ranks)] if len(ranks) > 1 else -1
+    df.loc[unknown, "dst_rank"] = [nxt.get((g, int(r)), -1) for g, r in zip(sub["group"], sub["src_rank"])]
+    df.loc[unknown, "time"] = sub.groupby(["step", "collective", "group"])["time"].transform("min")
+    single = int((df.loc[unknown, "dst_rank"] < 0).sum())
+    warnings.append(f"{int(unknown.sum())} collective link(s) without a named peer (NCCL): peer "
+                    "taken as the next rank of the group's ring, time as the collective's shortest "
+                    "elapse among its ranks" + (f"; {single} in a group of one rank dropped"
+                                                if single else ""))
+    return df[df["dst_rank"] >= 0] if single else df
 
 
 def flag(df: pd.DataFrame, ratio: float = RATIO) -> pd.DataFrame:

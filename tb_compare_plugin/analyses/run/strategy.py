@@ -75,8 +75,9 @@ def hints(table: pd.DataFrame, coll: pd.DataFrame, slow_ranks: list, slow_links:
         else:
             out.append(f"Communication not overlapped by computation is {share:.0%} of the step.")
     if kinds.get("p2p", 0) > 0:
-        p2p_ms = float(coll[[_kind(n, t) == "p2p" for n, t in zip(coll["name"], coll["op_type"])]]
-                       .groupby("rank")["elapse"].sum().median()) / 1e6
+        p2p = coll[[_kind(n, t) == "p2p" for n, t in zip(coll["name"], coll["op_type"])]]
+        p2p_ms = float(p2p.groupby(["rank", "step"])["elapse"].sum()
+                       .groupby(level="rank").mean().median()) / 1e6
         comp = per["computing"].dropna()
         imb = float(comp.max() / comp.min() - 1) if len(comp) > 1 and comp.min() > 0 else 0.0
         text = (f"Pipeline parallel: the ranks spend a median {p2p_ms:.3f} ms in send/receive "
