@@ -14,6 +14,10 @@ finished overview) are keyed by :func:`code_hash` ``("results")`` as well: the p
 ``engines/``, ``analyses/``, ``presenters/``, ``comparison.py`` and ``service/``.  Each hash is
 computed once per process from the installed package's ``.py`` files (a few ms).
 
+Checked records (``get_record`` / ``put_record``: one rank's cluster summary, kind "summary"; a
+run's cluster JSON, kind "cluster") are JSON results that also carry their source fingerprint,
+the code hash of their kind and a checksum in a header line; opening one checks all three.
+
 Total size (profile entries and JSON results together) is bounded; least recently used entries
 are evicted, and so are temporary folders and files a killed writer left (after an hour).
 
@@ -60,7 +64,11 @@ PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 # what shapes a Profile, and what (on top of that) shapes a result: folders and modules of the package
 CODE = {"profile": ("loaders", "model", "formats", "cache.py"),
         "results": ("loaders", "model", "formats", "cache.py", "engines", "analyses", "presenters",
-                    "comparison.py", "service")}
+                    "comparison.py", "service"),
+        # one rank's RankSummary (analyses/run/summarise*.py and what they read with)
+        "summary": ("loaders", "model", "formats", "cache.py", "analyses/run"),
+        # a whole run's cluster JSON: which workers discovery finds, their summaries, the analysis
+        "cluster": ("loaders", "model", "formats", "discovery", "cache.py", "analyses", "service")}
 STALE_TEMP_SECONDS = 3600       # a temporary entry this old belongs to a writer that was killed
 
 
@@ -213,8 +221,8 @@ class ProfileCache:
             return None
 
     # -- small JSON results (e.g. a finished overview) -------------------------------------------
-    def get_json(self, key_parts):
-        path = os.path.join(self.root, "json", key_of(key_parts, "results") + ".json")
+    def get_json(self, key_parts, kind: str = "results"):
+        path = os.path.join(self.root, "json", key_of(key_parts, kind) + ".json")
         try:
             with open(path, "r", encoding="utf-8") as f:
                 out = json.load(f)
@@ -223,18 +231,79 @@ class ProfileCache:
         except (OSError, ValueError):
             return None
 
-    def put_json(self, key_parts, obj) -> None:
+    def put_json(self, key_parts, obj, kind: str = "results") -> None:
         folder = os.path.join(self.root, "json")
         try:
             os.makedirs(folder, exist_ok=True)
             fd, tmp = tempfile.mkstemp(prefix=".tmp", dir=folder)
             with os.fdopen(fd, "w", encoding="utf-8") as f:
                 json.dump(obj, f)
-            os.replace(tmp, os.path.join(folder, key_of(key_parts, "results") + ".json"))
+            os.replace(tmp, os.path.join(folder, key_of(key_parts, kind) + ".json"))
         except (OSError, TypeError, ValueError) as e:
             log.warning("profile_compare: could not cache a result: %s", e)
             return
         self.evict()
+
+    # -- checked records (a rank's summary, a run's cluster JSON) -------------------------------
+    # One file in json/: a header line {"source", "code", "sha256", "bytes"} and the payload's JSON
+    # text.  Opening one checks all four against what the caller expects; any mismatch or damage
+    # is a miss (and the file is removed), so a record can change the speed, never the result.
+    def _record_path(self, key_parts, kind: str) -> str:
+        return os.path.join(self.root, "json", key_of(key_parts, kind) + ".rec.json")
+
+    def get_record(self, key_parts, kind: str, source):
+        """The payload stored for ``key_parts`` if its header names ``source`` and this code, and
+        its checksum holds; else None."""
+        path = self._record_path(key_parts, kind)
+        try:
+            with open(path, "rb") as f:
+                raw = f.read()
+        except OSError:
+            return None
+        try:
+            head, _, body = raw.partition(b"\n")
+            meta = json.loads(head)
+            want = json.loads(json.dumps(source, default=str))
+            if (meta.get("source") != want or meta.get("code") != code_hash(kind)
+                    or meta.get("bytes") != len(body) or meta.get("sha256") != hashlib.sha256(body).hexdigest()):
+                raise ValueError("source, code or checksum does not match")
+            out = json.loads(body)
+        except (ValueError, AttributeError) as e:
+            log.warning("profile_compare: dropping cache record %s: %s", path, e)
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+            return None
+        self._touch(path)
+        return out
+
+    def put_record(self, key_parts, kind: str, source, payload, evict: bool = True) -> bool:
+        """Store ``payload`` (JSON-able) for ``key_parts``; written to a temporary file and renamed,
+        so a killed writer leaves no half record (only a temporary file, swept after an hour).
+        ``evict=False`` for a batch of puts (call :meth:`evict` once after)."""
+        folder = os.path.join(self.root, "json")
+        tmp = None
+        try:
+            body = json.dumps(payload, separators=(",", ":")).encode("utf-8")
+            head = json.dumps({"source": source, "code": code_hash(kind), "bytes": len(body),
+                               "sha256": hashlib.sha256(body).hexdigest()}, default=str).encode("utf-8")
+            os.makedirs(folder, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=".tmp", dir=folder)
+            with os.fdopen(fd, "wb") as f:
+                f.write(head + b"\n" + body)
+            os.replace(tmp, self._record_path(key_parts, kind))
+        except (OSError, TypeError, ValueError) as e:
+            log.warning("profile_compare: could not cache a %s record: %s", kind, e)
+            if tmp is not None:
+                try:
+                    os.unlink(tmp)
+                except OSError:
+                    pass
+            return False
+        if evict:
+            self.evict()
+        return True
 
     # -- bound ---------------------------------------------------------------------------------
     @staticmethod

@@ -19,6 +19,11 @@ class ProfileCompareLoader(base_plugin.TBLoader):
         group.add_argument("--profile_compare_max_expanded_mb", type=float, default=0.0,
                            help="Refuse a trace that is, or decompresses to, more than this many MB "
                                 "(default: TB_COMPARE_MAX_EXPANDED_MB, else 8192).")
+        group.add_argument("--profile_compare_dask_scheduler", type=str, default="",
+                           help="Address of a Dask scheduler (tcp://HOST:8786) whose workers see the "
+                                "same filesystem: a cluster run's per-rank work runs there as Dask tasks "
+                                "(needs tb-compare-plugin[dask]). Default: TB_COMPARE_DASK_SCHEDULER, "
+                                "else this machine's cores.")
 
     def load(self, context):
         from .plugin import ProfileComparePlugin

@@ -18,6 +18,7 @@ from .http import HttpError, arg, float_arg, int_arg, json_body, json_response, 
 from .presenters.relpaths import RelativePaths
 from .presenters.runs_json import runs_payload, worker_payload
 from .service.compare import WAIT_SECONDS, CompareService  # noqa: F401 - WAIT_SECONDS: older name
+from .service.dask_exec import scheduler_address
 
 _MIME = {".js": "text/javascript", ".css": "text/css", ".map": "application/json",
          ".html": "text/html", ".svg": "image/svg+xml", ".png": "image/png"}
@@ -49,6 +50,9 @@ class ProfileComparePlugin(base_plugin.TBPlugin):
         max_mb = getattr(flags, "profile_compare_max_expanded_mb", None)
         if max_mb and 0 < max_mb < float("inf"):   # read by the loaders, in the parser processes too
             os.environ["TB_COMPARE_MAX_EXPANDED_MB"] = repr(float(max_mb))
+        # a Dask scheduler for a cluster run's per-rank work (the flag, else TB_COMPARE_DASK_SCHEDULER,
+        # else None = local cores): what the route `cluster` passes to service.cluster.cluster_json
+        self.dask_scheduler = scheduler_address(getattr(flags, "profile_compare_dask_scheduler", "") or "")
         self._service = CompareService(self._logdir)
         self._paths = RelativePaths(self._logdir)      # how the tab sees paths: relative to the logdir
 

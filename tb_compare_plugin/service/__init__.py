@@ -9,4 +9,8 @@
   table pages, other answers and workbooks under one key (:func:`~.compare.pair_key`), each
   computed off the caller's thread with a bounded wait; the CLI calls its plain functions;
 * :mod:`.errors` — Pending (202), NotParsed (409), Unusable (422).
+* :mod:`.cluster` — a run's cluster analysis (:func:`~.cluster.cluster_json`): discovery, every
+  rank's summary on local cores or Dask, the summary and result caches, ``analyse_cluster``;
+* :mod:`.dask_exec` — the per-rank work as Dask tasks (``--dask-scheduler``, the plugin flag,
+  ``TB_COMPARE_DASK_SCHEDULER``); ``distributed`` imported only when asked for.
 """
