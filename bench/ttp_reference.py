@@ -88,6 +88,84 @@ class _Capture:
         return False
 
 
+PATCHES = {
+    "P1_cuda_runtime": "cat cuda_runtime and cuda_driver are Runtime (0.4.3 knows only 'Runtime')",
+    "P2_no_gpu_annotations": "gpu_user_annotation events are ignored (no GPU-side copy of ProfilerStep#N as a step, "
+                             "no GPU-timeline nccl:* span as Communication)",
+    "P3_user_annotations": "host user_annotation scopes are kept like the old cat Operator scopes "
+                           "(DataLoader __next__ -> DataLoader, other scopes -> CPU Exec)",
+    "P4_collectives": "every nccl:*/gloo:* host op is a collective, and kernels named nccl* (NCCL/RCCL) are "
+                      "Communication",
+}
+
+
+class _Patched:
+    """Fixes the four classification bugs B1-B4 of docs/reference_ttp.md inside 0.4.3 for the
+    duration of a parse, so the plugin's own algorithm (windows, priority rule, metric formulas)
+    runs on correctly classified events. Everything else is untouched."""
+
+    class _Prefixes:
+        def __init__(self, prefix):
+            self.prefix = prefix
+
+        def __contains__(self, name):
+            return isinstance(name, str) and name.startswith(self.prefix)
+
+    def __enter__(self):
+        from torch_tb_profiler.profiler import event_parser, node, trace
+        self.mods = (trace, event_parser, node)
+        self.saved = {
+            "map": dict(trace.EventTypeMap),
+            "create": trace.create_trace_event,
+            "parse_step": event_parser.StepParser._parse_step,
+            "sets": [(m, m.NcclOpNameSet, m.GlooOpNameSet) for m in self.mods],
+        }
+        trace.EventTypeMap["cuda_runtime"] = trace.EventTypes.RUNTIME          # P1
+        trace.EventTypeMap["cuda_driver"] = trace.EventTypes.RUNTIME
+        orig_create = self.saved["create"]
+
+        def create_trace_event(event, is_pytorch_lightning):
+            cat = (event.get("cat") or "").lower()
+            if cat == "gpu_user_annotation":                                   # P2
+                return None
+            if cat == "user_annotation":                                       # P3
+                name = event.get("name") or ""
+                if not name.startswith("ProfilerStep#"):
+                    return trace.OperatorEvent(trace.EventTypes.USER_ANNOTATION, event)
+            return orig_create(event, is_pytorch_lightning)
+
+        trace.create_trace_event = create_trace_event
+        for m in self.mods:                                                    # P4, host side
+            m.NcclOpNameSet = self._Prefixes("nccl:")
+            m.GlooOpNameSet = self._Prefixes("gloo:")
+        orig_step = self.saved["parse_step"]
+
+        class _WithKernel:
+            def __init__(self, base, ext):
+                self.base, self.ext = base, ext
+
+            def __contains__(self, k):
+                return k == self.ext or k in self.base
+
+        def _parse_step(parser, event, comm_nodes):                            # P4, kernels
+            if event.type == trace.EventTypes.KERNEL and (event.name or "").lower().startswith("nccl"):
+                comm_nodes = _WithKernel(comm_nodes, event.external_id)
+            return orig_step(parser, event, comm_nodes)
+
+        event_parser.StepParser._parse_step = _parse_step
+        return self
+
+    def __exit__(self, *exc):
+        trace, event_parser, node = self.mods
+        trace.EventTypeMap.clear()
+        trace.EventTypeMap.update(self.saved["map"])
+        trace.create_trace_event = self.saved["create"]
+        event_parser.StepParser._parse_step = self.saved["parse_step"]
+        for m, nccl, gloo in self.saved["sets"]:
+            m.NcclOpNameSet, m.GlooOpNameSet = nccl, gloo
+        return False
+
+
 class _WarningCounter(logging.Handler):
     """Counts the plugin's log warnings by template (digits replaced by N)."""
 
@@ -115,8 +193,10 @@ def _device_extent(se):
     return [_r(se[0]), _r(se[1])]
 
 
-def reference(path: Path, source: str, cache_dir: str) -> dict:
-    """Run torch-tb-profiler's parser on one trace and return the golden dict."""
+def reference(path: Path, source: str, cache_dir: str, patched: bool = False) -> dict:
+    """Run torch-tb-profiler's parser on one trace and return the golden dict; with ``patched``,
+    under the fixes of PATCHES (the goldens in tests/golden/ttp/patched/)."""
+    import contextlib
     from importlib.metadata import version
 
     from torch_tb_profiler import consts
@@ -131,7 +211,7 @@ def reference(path: Path, source: str, cache_dir: str) -> dict:
     counter = _WarningCounter()
     logger.addHandler(counter)
     try:
-        with _Capture() as cap:
+        with _Capture() as cap, (_Patched() if patched else contextlib.nullcontext()):
             # parse() = read + RunProfileData(...) + .process() + .analyze() (data.py from_json)
             data = RunProfileData.parse(worker, span, str(path), cache_dir)
             run = RunGenerator(worker, span, data).generate_run_profile()
@@ -229,6 +309,7 @@ def reference(path: Path, source: str, cache_dir: str) -> dict:
         "generator": "bench/ttp_reference.py",
         "plugin": {"name": "torch-tb-profiler", "version": version("torch-tb-profiler"),
                    "pandas": version("pandas"), "numpy": version("numpy")},
+        "patches": PATCHES if patched else {},
         "source": source,
         "source_sha256": _sha256(path),
         "units": "microseconds; times rounded to 0.001 us, ratios to 1e-6; achieved occupancy in percent",
@@ -283,16 +364,18 @@ def main(argv=None) -> int:
     ap.add_argument("--corpus", default=str(ROOT.parent / "shared" / "corpus"))
     ap.add_argument("--samples", default=str(ROOT / "samples"))
     ap.add_argument("--only", default="", help="substring filter on the golden file name")
+    ap.add_argument("--patched", action="store_true",
+                    help="run 0.4.3 with the classification fixes P1-P4 and write to <out>/patched/")
     args = ap.parse_args(argv)
     logging.getLogger("pytorch_profiler").setLevel(logging.WARNING)
     logging.getLogger("pytorch_profiler").propagate = False
-    out = Path(args.out)
+    out = Path(args.out) / ("patched" if args.patched else "")
     out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="ttp-ref-") as cache:
         for path, source, stem in traces(Path(args.corpus), Path(args.samples)):
             if args.only and args.only not in stem:
                 continue
-            g = reference(path, source, cache)
+            g = reference(path, source, cache, patched=args.patched)
             dst = out / f"{stem}.json"
             dst.write_text(dumps(g) + "\n")
             print(f"{dst}: {len(g['overview']['steps'])} steps, "
