@@ -29,6 +29,9 @@ def test_rank_summary_round_trips_through_json():
     s.warnings.append("f.csv: 1 cell empty")
     back = RankSummary.from_dict(json.loads(json.dumps(s.to_dict())))
     assert back == s and back.warnings == s.warnings
+    assert back.steps["computing"].tolist() == [10e6] and back.steps["wait"].tolist() == [1e6]
+    import pickle
+    assert pickle.loads(pickle.dumps(back)) == s       # Dask ships them pickled
 
 
 def test_result_has_the_issue_keys():
@@ -52,12 +55,13 @@ def cluster(n, slow_rank=None, extra_ms=20.0, slow_link=None, cut=0.25, seed=0):
     steps = (1, 2)
     comp = {(r, s): 100e6 * (1 + 0.01 * rng.standard_normal()) + (extra_ms * 1e6 if r == slow_rank else 0)
             for r in range(n) for s in steps}
+    latest_of = {s: max(comp[(q, s)] for q in range(n)) for s in steps}
     for r in range(n):
         st, co, li = {k: [] for k in ("step", "computing", "communication_not_overlapped",
                                        "overlapped", "communication", "free", "step_time",
                                        "preparing", "bubble")}, [], []
         for s in steps:
-            latest = max(comp[(q, s)] for q in range(n))
+            latest = latest_of[s]
             elapse = 30e6 + (latest - comp[(r, s)])
             free = 2e6 * (1 + 0.01 * rng.standard_normal())
             for k, v in (("step", s), ("computing", comp[(r, s)]),

@@ -11,6 +11,10 @@ and what a Dask task sends back.  Three tables, pandas DataFrames with fixed sch
 * ``links`` - one row per (step, collective, src rank, dst rank) link the rank reports: the
   transport, bytes and time of what it moved over that link.
 
+Each table is held as plain numpy columns (``summary.columns("steps")``: what the cluster
+analyses stack over thousands of ranks) and shown as a DataFrame (``summary.steps``, built once
+on first use).  The constructor takes a DataFrame or a mapping of columns per table.
+
 Units: durations are float64 **nanoseconds** (NaN = the source does not hold this figure; float so
 that a missing figure is not confused with a zero), sizes float64 **bytes**, steps and ranks int64
 (-1 = unknown), names plain Python strings.  ``to_dict()`` / ``from_dict()`` give a JSON-able
@@ -19,7 +23,6 @@ dict (cache files, Dask transport) and back, exactly (floats round-trip through 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 import numpy as np
@@ -43,8 +46,9 @@ SCHEMAS: dict[str, dict[str, str]] = {
 _MISSING = {I64: -1, F64: np.nan, S: ""}
 
 
-def make_table(name: str, data: Mapping[str, Any] | pd.DataFrame | None = None) -> pd.DataFrame:
-    """A table of schema ``name`` from columns (absent ones filled with their missing value)."""
+def columns_of(name: str, data: "Mapping[str, Any] | pd.DataFrame | None" = None) -> dict:
+    """Numpy columns of schema ``name`` from columns (absent ones filled with their missing
+    value; strings: None/NaN -> "")."""
     schema = SCHEMAS[name]
     data = {} if data is None else data
     n = len(data) if isinstance(data, pd.DataFrame) else max(
@@ -53,49 +57,111 @@ def make_table(name: str, data: Mapping[str, Any] | pd.DataFrame | None = None) 
     for col, dtype in schema.items():
         if col in data:
             v = data[col]
-            values = list(v) if dtype == S else v
-            cols[col] = pd.Series(values, dtype=dtype if dtype != S else object)
             if dtype == S:
-                cols[col] = cols[col].map(lambda x: "" if x is None or (isinstance(x, float)
-                                                                         and math.isnan(x)) else str(x))
+                arr = np.empty(n, dtype=object)
+                arr[:] = [x if type(x) is str else _text(x) for x in v]
+            else:
+                arr = np.asarray(v, dtype=dtype)     # None -> NaN for floats
+            if len(arr) != n:
+                raise ValueError(f"{name}.{col}: {len(arr)} rows, expected {n}")
+            cols[col] = arr
         else:
-            cols[col] = pd.Series([_MISSING[dtype]] * n, dtype=dtype if dtype != S else object)
-    return pd.DataFrame(cols).reset_index(drop=True)
+            cols[col] = np.full(n, _MISSING[dtype], dtype=dtype if dtype != S else object)
+    return cols
 
 
-@dataclass
+def make_table(name: str, data: "Mapping[str, Any] | pd.DataFrame | None" = None) -> pd.DataFrame:
+    """A DataFrame of schema ``name`` from columns (see :func:`columns_of`)."""
+    return pd.DataFrame(columns_of(name, data), copy=False)
+
+
+def _text(x) -> str:
+    return "" if x is None or (isinstance(x, float) and math.isnan(x)) else str(x)
+
+
+def stack(summaries, name: str, **per_rank) -> pd.DataFrame:
+    """Table ``name`` of every summary in one frame, plus a column per keyword filled with the
+    summary's attribute of that name (``rank="rank"``): column-wise numpy concatenation, fast
+    for thousands of ranks."""
+    tables = [s.columns(name) for s in summaries]
+    lengths = [len(t["step"]) for t in tables]
+    cols = {}
+    for col, dtype in SCHEMAS[name].items():
+        cols[col] = (np.concatenate([t[col] for t in tables]) if tables else
+                     np.zeros(0, dtype=dtype if dtype != S else object))
+    for col, attr in per_rank.items():
+        values = [getattr(s, attr) for s in summaries]
+        arr = np.empty(len(values), dtype=object) if attr == "worker" else np.zeros(len(values), I64)
+        arr[:] = values
+        cols[col] = np.repeat(arr, lengths)
+    return pd.DataFrame(cols, copy=False)
+
+
 class RankSummary:
-    rank: int
-    worker: str = ""                 # worker name inside its run
-    path: str = ""                   # the worker's root (folder, .db or trace file)
-    source: tuple = ()               # the files actually read (paths), in reading order
-    warnings: list = field(default_factory=list)   # "FILE: what was dropped and why"
-    steps: pd.DataFrame = field(default_factory=lambda: make_table("steps"))
-    collectives: pd.DataFrame = field(default_factory=lambda: make_table("collectives"))
-    links: pd.DataFrame = field(default_factory=lambda: make_table("links"))
-    device: str = ""                 # GPU | NPU
-    format: str = ""                 # the format id it was read as (for the user; analyses ignore it)
+    """One rank's summary (see the module docstring)."""
 
-    def __post_init__(self) -> None:
-        self.rank = int(self.rank)
-        self.source = tuple(self.source)
-        for t in SCHEMAS:
-            df = getattr(self, t)
-            if list(df.columns) != list(SCHEMAS[t]):
-                setattr(self, t, make_table(t, df))
+    def __init__(self, rank: int, worker: str = "", path: str = "", source=(), warnings=None,
+                 steps=None, collectives=None, links=None, device: str = "",
+                 format: str = "") -> None:
+        self.rank = int(rank)
+        self.worker = worker            # worker name inside its run
+        self.path = path                # the worker's root (folder, .db or trace file)
+        self.source = tuple(source)     # the files actually read, in reading order
+        self.warnings = list(warnings or [])   # "FILE: what was dropped and why"
+        self.device = device            # GPU | NPU
+        self.format = format            # the format id it was read as (for the user)
+        self._cols = {"steps": columns_of("steps", steps),
+                      "collectives": columns_of("collectives", collectives),
+                      "links": columns_of("links", links)}
+        self._frames: dict = {}
+
+    def columns(self, name: str) -> dict:
+        """Table ``name`` as ``{column: numpy array}`` (do not modify)."""
+        return self._cols[name]
+
+    def _frame(self, name: str) -> pd.DataFrame:
+        df = self._frames.get(name)
+        if df is None:
+            df = self._frames[name] = pd.DataFrame(dict(self._cols[name]), copy=True)
+        return df
+
+    @property
+    def steps(self) -> pd.DataFrame:
+        return self._frame("steps")
+
+    @property
+    def collectives(self) -> pd.DataFrame:
+        return self._frame("collectives")
+
+    @property
+    def links(self) -> pd.DataFrame:
+        return self._frame("links")
+
+    def __getstate__(self) -> dict:
+        return {k: v for k, v in self.__dict__.items() if k != "_frames"}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._frames = {}
+
+    def __repr__(self) -> str:
+        n = {t: len(c["step"]) for t, c in self._cols.items()}
+        return f"<RankSummary rank {self.rank} {self.worker!r} {n}>"
 
     # ------------------------------------------------------------------ serialisation
     def to_dict(self) -> dict:
+        """JSON-able: every column a list (floats with None for NaN)."""
         def table(name: str) -> dict:
-            df, out = getattr(self, name), {}
+            out = {}
             for col, dtype in SCHEMAS[name].items():
-                v = df[col]
+                v = self._cols[name][col]
                 if dtype == F64:
-                    out[col] = [None if math.isnan(x) else float(x) for x in v.to_numpy(F64)]
-                elif dtype == I64:
-                    out[col] = [int(x) for x in v.to_numpy(I64)]
+                    lst = v.tolist()
+                    if np.isnan(v).any():
+                        lst = [None if x != x else x for x in lst]
+                    out[col] = lst
                 else:
-                    out[col] = [str(x) for x in v]
+                    out[col] = v.tolist()
             return out
         return {"rank": self.rank, "worker": self.worker, "path": self.path,
                 "source": list(self.source), "warnings": list(self.warnings),
@@ -104,17 +170,10 @@ class RankSummary:
 
     @classmethod
     def from_dict(cls, d: Mapping) -> "RankSummary":
-        def table(name: str) -> pd.DataFrame:
-            cols = dict(d.get(name) or {})
-            for col, dtype in SCHEMAS[name].items():
-                if dtype == F64 and col in cols:
-                    cols[col] = [np.nan if x is None else float(x) for x in cols[col]]
-            return make_table(name, cols)
         return cls(rank=int(d["rank"]), worker=d.get("worker", ""), path=d.get("path", ""),
                    source=tuple(d.get("source", ())), warnings=list(d.get("warnings", ())),
                    device=d.get("device", ""), format=d.get("format", ""),
-                   steps=table("steps"), collectives=table("collectives"), links=table("links"))
+                   steps=d.get("steps"), collectives=d.get("collectives"), links=d.get("links"))
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, RankSummary) and self.to_dict() == other.to_dict()
-

@@ -18,7 +18,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from ...model.rank_summary import STEP_METRICS, RankSummary
+from ...model.rank_summary import STEP_METRICS, RankSummary, stack
 
 ROW_KEYS = ("rank", "worker", "step") + tuple(f"{m}_ms" for m in STEP_METRICS)
 
@@ -33,12 +33,10 @@ def all_collectives(summaries: Sequence[RankSummary]) -> pd.DataFrame:
     ``min_elapse`` (the collective's shortest elapse over the ranks that ran it), ``x_wait``
     (elapse - min_elapse), ``ranks`` (how many ranks ran it) and ``last`` (this rank had the
     shortest elapse: the one the others waited for)."""
-    frames = [s.collectives.assign(rank=s.rank) for s in summaries if not s.collectives.empty]
-    if not frames:
-        cols = list(RankSummary(rank=0).collectives.columns) + ["rank", "min_elapse", "x_wait",
-                                                                 "ranks", "last"]
-        return pd.DataFrame(columns=cols)
-    df = pd.concat(frames, ignore_index=True)
+    df = stack(summaries, "collectives", rank="rank")
+    if df.empty:
+        return df.assign(min_elapse=np.zeros(0), x_wait=np.zeros(0), ranks=np.zeros(0, int),
+                         last=np.zeros(0, bool))
     key = [df["group"], df["name"], df["step"]]
     g = df.groupby(key, sort=False)["elapse"]
     df["min_elapse"] = g.transform("min")
@@ -51,10 +49,7 @@ def all_collectives(summaries: Sequence[RankSummary]) -> pd.DataFrame:
 def step_table(summaries: Sequence[RankSummary], coll: pd.DataFrame | None = None) -> pd.DataFrame:
     """All ranks' steps tables in one frame (ns) with ``rank``/``worker``; wait/transmit replaced
     by the cross-rank figures where the rank's collectives were seen on other ranks."""
-    frames = [s.steps.assign(rank=s.rank, worker=s.worker) for s in summaries]
-    if not frames:
-        return pd.DataFrame(columns=["rank", "worker", *RankSummary(rank=0).steps.columns])
-    df = pd.concat(frames, ignore_index=True)
+    df = stack(summaries, "steps", rank="rank", worker="worker")
     coll = all_collectives(summaries) if coll is None else coll
     shared = coll[(coll["ranks"] > 1) & coll["elapse"].notna()]
     if not shared.empty:
@@ -107,4 +102,4 @@ def overview(summaries: Sequence[RankSummary], table: pd.DataFrame) -> dict:
                    "median_step_time_ms": float(np.median(per["step_time"].to_numpy())) / 1e6}
     return {"rank_count": len(summaries), "ranks_listed": [s.rank for s in summaries][:64],
             "steps": steps, "slowest_rank": slowest,
-            "ranks_without_steps": [s.rank for s in summaries if s.steps.empty]}
+            "ranks_without_steps": [s.rank for s in summaries if not len(s.columns("steps")["step"])][:64]}

@@ -18,17 +18,17 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
+from ...model.rank_summary import stack
+
 RATIO = 0.5
 MIN_PEERS = 3
 NOT_A_LINK = {"LOCAL"}
 
 
 def link_table(summaries: Sequence, warnings: list) -> pd.DataFrame:
-    frames = [s.links.assign(reporter=s.rank) for s in summaries if not s.links.empty]
-    if not frames:
-        return pd.DataFrame(columns=["step", "collective", "src_rank", "dst_rank", "transport",
-                                     "bytes", "time", "group", "op_name", "reporter", "bandwidth"])
-    df = pd.concat(frames, ignore_index=True)
+    df = stack(summaries, "links", reporter="rank")
+    if df.empty:
+        return df.assign(bandwidth=np.zeros(0))
     ranks = {s.rank for s in summaries}
     df = _ring_peers(df, warnings)
     outside = ~(df["src_rank"].isin(ranks) & df["dst_rank"].isin(ranks))
