@@ -278,6 +278,7 @@ export class App {
       onQuery: (q: TableQuery, rerender = false) => this.set({tables: {...this.st.tables, [view]: q}}, rerender),
       onPerStep: (v: boolean) => this.set({perStep: v}),
       onView: (v: string, sort?: string) => this.openView(v, sort),
+      onSteps: (bs: number | null, ts: number | null) => this.set({base: {...base, step: bs}, target: {...target, step: ts}}),
       worker: (side) => findWorker(this.runs, (side === "base" ? base : target).worker),
     };
     await def.render(this.content, ctx);

@@ -27,6 +27,8 @@ export interface ViewCtx {
   onPerStep(v: boolean): void;
   /** Switch to another view (and focus its tab); `sort`: the column its table opens sorted by, descending. */
   onView(name: string, sort?: string): void;
+  /** Choose these steps in the step pickers (null: all steps), so every view compares them. */
+  onSteps(base: number | null, target: number | null): void;
   /** The listed worker of a side (its steps, `has` flags), when known. */
   worker(side: "base" | "target"): Worker | null;
 }

@@ -164,6 +164,40 @@ p.intro{margin:-4px 0 8px;font-size:12px}
 .settings-body{position:absolute;right:0;top:calc(100% + 4px);z-index:5;background:var(--surface);border:1px solid var(--line);
 border-radius:4px;padding:8px 12px;box-shadow:0 2px 8px var(--shadow);white-space:nowrap}
 .settings-body label{display:flex;align-items:center;gap:6px}
+.steps-chart .gridline{stroke:var(--gridline)}
+.steps-chart .muted-text{fill:var(--muted)}
+.steps-chart .row-bg{fill:transparent}
+.steps-chart .step-row:hover .row-bg{fill:var(--rowhover)}
+.steps-chart .step-row.selected .row-bg{fill:var(--sel-bg)}
+.steps-chart .row-label{fill:var(--fg)}
+.steps-chart .side-tag{font-weight:700}
+.steps-chart .side-tag.base{fill:var(--base-fg)} .steps-chart .side-tag.target{fill:var(--tgt-fg)}
+.steps-chart .stepbar{cursor:pointer;outline:none}
+.steps-chart .stepbar .hit{fill:transparent;stroke:none}
+.steps-chart .stepbar:hover .hit{stroke:var(--muted);stroke-width:1}
+.steps-chart .stepbar[aria-pressed=true] .hit{stroke:var(--sel-fg);stroke-width:1.5}
+.steps-chart .stepbar:focus-visible .hit{stroke:var(--accent);stroke-width:2.5}
+.steps-chart .unsplit{fill:var(--axis)}
+.legend .sw.unsplit{background:var(--axis)}
+.steps-chart-box.tall{max-height:70vh;overflow:auto}
+.legend .legend-gap{margin-left:10px}
+.steps-selected{display:flex;gap:6px;align-items:center;flex-wrap:wrap;margin:0 0 8px;background:var(--sel-bg);
+border-color:var(--accent);color:var(--sel-fg)}
+.eff-cards{margin-bottom:4px}
+.eff-card dl.eff{display:grid;grid-template-columns:max-content minmax(0,1fr);gap:4px 16px;margin:0;align-items:baseline}
+.eff-card dt{color:var(--muted);font-size:12px}
+.eff-card dd{margin:0}
+.eff-card .eff-v{font-size:15px;font-weight:500}
+.eff-card .eff-na{font-weight:500;color:var(--muted)}
+.eff-card .eff-why{font-size:11.5px;overflow-wrap:anywhere}
+.eff-card .eff-delta{font-size:12px}
+table.steps-metrics tr.grp-row th{background:var(--panel);font-weight:600;text-align:left;font-size:12px;color:var(--muted)}
+table.steps-metrics tr.sub td.name{padding-left:24px}
+table.steps-metrics tr.within-noise td{color:var(--muted)}
+table.steps-metrics td.noise.beyond{font-weight:600}
+.badge.rank{background:var(--sel-bg);color:var(--sel-fg);border:1px solid var(--accent)}
+ol.top-diffs{counter-reset:td}
+ol.top-diffs li::before{counter-increment:td;content:"#" counter(td) " ";font-weight:600;color:var(--muted)}
 html.dark .badge.baseline_only{background:#1f3352;color:#aecbfa;border-color:#3b5a8a}
 html.dark .badge.target_only{background:#47301c;color:#fcc99e;border-color:#7a4f26}
 html.dark .chart [stroke="#e8eaed"],html.dark .chart [stroke="#eef0f2"]{stroke:var(--gridline)}

@@ -8,10 +8,12 @@ import {communicationView} from "./commview";
 import {memoryView} from "./memview";
 import {overviewView} from "./overviewview";
 import {analysisShown, registerView} from "./registry";
+import {stepsView} from "./stepsview";
 import {apiView, kernelView, moduleView, operatorView, tableView} from "./tableviews";
 import type {AnalysisInfo} from "./types";
 
 registerView(overviewView);
+registerView(stepsView);
 registerView(operatorView);
 registerView(moduleView);
 registerView(kernelView);
