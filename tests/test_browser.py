@@ -178,7 +178,7 @@ def test_fresh_tab_opens_the_top_suggested_pair(tab, capsys):
     assert chip.get_attribute("aria-pressed") == "true"
     hp = hash_params(tab.page)
     assert hp[P + "b"] == BASE and hp[P + "t"] == TARGET                 # the opened pair is in the URL
-    assert f.get_by_role("tab").count() == 7
+    assert f.get_by_role("tab").count() == 8
     shoot(tab.page, ART / "fresh_tab_auto_open.png", full=False)
     with capsys.disabled():
         print(f"\n[timing] open tab -> top suggested pair's overview rendered, no click, fresh TensorBoard (uncached): "
@@ -595,8 +595,8 @@ def test_tab_switch_keeps_state(tab):
 def test_keyboard_reaches_the_view_tabs(tab):
     tab.f.locator('button.tab[data-view="overview"]').focus()
     tab.page.keyboard.press("ArrowRight")
-    wait_for(lambda: hash_params(tab.page).get(P + "v") == "operator", 20)
-    assert tab.frame.evaluate("document.activeElement && document.activeElement.dataset.view") == "operator"
+    wait_for(lambda: hash_params(tab.page).get(P + "v") == "steps", 20)
+    assert tab.frame.evaluate("document.activeElement && document.activeElement.dataset.view") == "steps"
     tab.page.keyboard.press("ArrowLeft")
     wait_for(lambda: P + "v" not in hash_params(tab.page), 20)
     tab.settle()
@@ -723,7 +723,7 @@ def test_analysis_registered_on_the_server_alone_gets_a_tab(browser):
         assert button.inner_text().strip().lower() == toy_analysis.TOY.label.lower()
         views = [b.get_attribute("data-view") for b in f.get_by_role("tab").all()]
         # the built-in views first; operator_pairs, memory_peak and memory are shown inside theirs
-        assert views == ["overview", "operator", "module", "kernel", "api", "communication", "memory",
+        assert views == ["overview", "steps", "operator", "module", "kernel", "api", "communication", "memory",
                          toy_analysis.NAME], views
         assert button.get_attribute("aria-selected") == "true"
         table = f"{CONTENT} .paged table"
