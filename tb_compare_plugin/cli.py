@@ -51,7 +51,8 @@ def build_parser() -> argparse.ArgumentParser:
     for name, what in (("profiling", "overall time split (OverallMetrics)"),
                        ("operator", "operator / module comparison"), ("memory", "memory comparison"),
                        ("communication", "communication comparison"), ("api", "API comparison"),
-                       ("kernel", "kernel comparison")):
+                       ("kernel", "kernel comparison"),
+                       ("steps", "step comparison (StepCompare, Efficiency; not in msprof-analyze)")):
         e.add_argument(f"--enable-{name}-compare", action="store_true", help=f"include the {what}")
     e.add_argument("--disable-details", action="store_true",
                    help="no detail sheets (OperatorCompare, ModuleCompare, MemoryCompare) and no op matching")
@@ -157,7 +158,8 @@ def make_options(args):
 
 def selected_sheets(args):
     chosen = {eng for flag, eng in (("profiling", "overall"), ("operator", "operator"), ("memory", "memory"),
-                                    ("communication", "communication"), ("api", "api"), ("kernel", "kernel"))
+                                    ("communication", "communication"), ("api", "api"), ("kernel", "kernel"),
+                                    ("steps", "steps"))
               if getattr(args, f"enable_{flag}_compare")}
     return chosen or None
 

@@ -178,3 +178,140 @@ def test_route_errors(samples):
     assert r.status_code == 404 and "unknown worker" in json.loads(r.get_data())["error"]
     r = c.get(PREFIX + "/compare/steps?baseline=baseline_gpu/worker0")
     assert r.status_code == 400
+
+
+# ----------------------------------------------------------------------------- the workbook
+
+def _sheet_tables(ws) -> tuple[list, list, list]:
+    """(header, per-step rows, metric rows with their fill) of a StepCompare sheet."""
+    rows = [(list(r), None) for r in ws.iter_rows(min_row=3, values_only=True)]
+    header = rows[0][0]
+    steps, i = [], 1
+    while i < len(rows) and any(v is not None for v in rows[i][0]):
+        steps.append(rows[i][0])
+        i += 1
+    while i < len(rows) and rows[i][0][0] != "Metric":
+        i += 1
+    metrics = [r for r, _ in rows[i + 1:] if r and r[0] is not None]
+    return header, steps, metrics
+
+
+def _same(a, b) -> bool:
+    if a is None or b is None:
+        return a is None and b is None
+    return isinstance(a, (int, float)) and math.isclose(a, b, rel_tol=1e-12, abs_tol=1e-12) or a == b
+
+
+@pytest.mark.parametrize("pair", PAIRS, indirect=True)
+def test_step_compare_sheet_shows_the_route_figures(pair):
+    from tb_compare_plugin.presenters.steps_json import noise_word
+    from tb_compare_plugin.presenters.xlsx_steps import BREAKDOWN_HEAD, phase_keys
+    steps = pair.route
+    assert {"StepCompare", "Efficiency"} <= set(pair.book.sheetnames)
+    header, rows, metrics = _sheet_tables(pair.book["StepCompare"])
+    phases = phase_keys(steps)
+    per_side = 3 + len(BREAKDOWN_HEAD) + len(phases)
+    assert len(header) == 2 + 2 * per_side
+    bs, ts = steps["baseline"]["steps"], steps["target"]["steps"]
+    assert len(rows) == max(len(bs), len(ts))
+    for i, row in enumerate(rows):
+        for side, off in ((bs, 1), (ts, 1 + per_side)):
+            if i >= len(side):
+                assert all(v is None for v in row[off:off + per_side])
+                continue
+            st = side[i]
+            want = [st["step"], st["start_ms"], st["duration_ms"], *(st["breakdown_ms"][k] for k, _ in BREAKDOWN_HEAD),
+                    *(st["phases_ms"].get(k) for k in phases)]
+            got = row[off:off + per_side]
+            assert all(_same(g, w) for g, w in zip(got, want)), (i, got, want)
+    from tb_compare_plugin.presenters.cli_text import steps_order
+    order = steps_order(steps)
+    assert [r[0] for r in metrics] == [m["name"] for m in order]
+    rank = {n: i + 1 for i, n in enumerate(steps["top_differences"])}
+    for r, m in zip(metrics, order):
+        want = [m[s][k] for s in ("baseline", "target") for k in ("mean_ms", "min_ms", "max_ms", "stdev_ms", "n")]
+        want += [m["diff_ms"], m["ratio"], noise_word(m["within_noise"]), m["p_value"], rank.get(m["name"])]
+        assert all(_same(g, w) for g, w in zip(r[1:16], want)), (r, want)
+
+
+def test_within_noise_rows_are_greyed(samples):
+    from tb_compare_plugin.presenters import xlsx_style as S
+    wb = openpyxl.load_workbook(samples.xlsx)       # styles: not read-only
+    ws = wb["StepCompare"]
+    noise = {m["name"]: m["within_noise"] for m in samples.route["metrics"]}
+    seen = 0
+    for row in ws.iter_rows(min_row=4):
+        name = row[0].value
+        if isinstance(name, str) and name in noise:
+            fill = (row[1].fill.fgColor.rgb or "")[-6:] if row[1].fill and row[1].fill.fill_type else None
+            assert (fill == S.MUTED) is (noise[name] is True), name
+            if noise[name] is True:
+                assert (row[0].font.color.rgb or "")[-6:] == S.MUTED_FONT
+            seen += 1
+    assert seen == len(noise)
+
+
+@pytest.mark.parametrize("pair", PAIRS, indirect=True)
+def test_efficiency_sheet_shows_the_route_figures(pair):
+    rows = [list(r) for r in pair.book["Efficiency"].iter_rows(min_row=4, values_only=True)]
+    rows = [r for r in rows if r and r[1]]
+    eff = {s: pair.route[s]["efficiency"] for s in ("baseline", "target")}
+    keys = [r[1] for r in rows]
+    assert keys[:5] == ["gpu_utilization", "sm_efficiency", "achieved_occupancy", "tensor_core_ratio",
+                        "ai_core_utilization"]
+    for label, key, b, t, d in (r[:5] for r in rows):
+        scale = 1 if key == "achieved_occupancy" else 100
+        for got, side in ((b, "baseline"), (t, "target")):
+            v = eff[side].get(key)
+            assert (got is None) if not isinstance(v, (int, float)) or isinstance(v, bool) \
+                else got == pytest.approx(v * scale, rel=1e-12), (key, side, got, v)
+        assert d is None if b is None or t is None else d == pytest.approx(t - b)
+
+
+def test_samples_workbook_opens_in_libreoffice(samples, tmp_path):
+    import shutil
+    exe = shutil.which("soffice") or shutil.which("libreoffice")
+    if not exe:
+        pytest.skip("LibreOffice not installed")
+    proc = subprocess.run([exe, "--headless", f"-env:UserInstallation=file://{tmp_path}/lo", "--convert-to", "pdf",
+                           "--outdir", str(tmp_path), str(samples.xlsx)], capture_output=True, text=True, timeout=240)
+    pdf = tmp_path / (samples.xlsx.stem + ".pdf")
+    assert proc.returncode == 0 and pdf.is_file() and pdf.stat().st_size > 1000, proc.stderr
+
+
+def test_greyed_and_coloured_metric_rows(tmp_path):
+    """A within-noise row is grey (fill and text, no red/green); a beyond-noise regression is
+    red, and noise unknown is plain: the StepCompare sheet's styles on a hand-made answer."""
+    from tb_compare_plugin.presenters import xlsx_style as S
+    from tb_compare_plugin.presenters.xlsx_steps import step_compare_sheet
+    from tb_compare_plugin.presenters.xlsx_writer import Workbook
+
+    def stat(mean, n=6):
+        return {"mean_ms": mean, "min_ms": mean - 0.1, "max_ms": mean + 0.1, "stdev_ms": 0.05, "n": n}
+
+    def step(i, gap):
+        return {"step": i, "start_ms": 10.0 * i, "duration_ms": 10.0, "phases_ms": {"iteration_gap": gap},
+                "breakdown_ms": {"kernel": 5.0}}
+    steps = {"baseline": {"steps": [step(1, 1.0), step(2, 1.0)]}, "target": {"steps": [step(1, 4.0)]},
+             "metrics": [{"name": "phases.iteration_gap", "baseline": stat(1.0), "target": stat(4.0), "diff_ms": 3.0,
+                          "ratio": 4.0, "within_noise": False, "p_value": 1e-6},
+                         {"name": "breakdown.memcpy", "baseline": stat(1.0), "target": stat(1.01), "diff_ms": 0.01,
+                          "ratio": 1.01, "within_noise": True, "p_value": 0.7},
+                         {"name": "step_time", "baseline": stat(10.0, 1), "target": stat(10.5, 1), "diff_ms": 0.5,
+                          "ratio": 1.05, "within_noise": None, "p_value": None}],
+             "top_differences": ["phases.iteration_gap"]}
+    path = tmp_path / "s.xlsx"
+    book = Workbook(str(path))
+    S.write_sheet(book, S.StyleBook(book.styles), step_compare_sheet(steps), "a", "b")
+    book.close()
+    ws = openpyxl.load_workbook(path)["StepCompare"]
+    at = {ws.cell(r, 1).value: r for r in range(1, ws.max_row + 1)}
+    def fill(c):
+        return (c.fill.fgColor.rgb or "")[-6:] if c.fill is not None and c.fill.fill_type else None
+    gap, memcpy, step_time = at["phases.iteration_gap"], at["breakdown.memcpy"], at["step_time"]
+    assert gap < memcpy and gap < step_time                          # ranked first
+    assert fill(ws.cell(gap, 12)) == S.WORSE and ws.cell(gap, 14).value == "beyond noise" and ws.cell(gap, 16).value == 1
+    assert all(fill(ws.cell(memcpy, c)) == S.MUTED for c in range(1, 17))
+    assert (ws.cell(memcpy, 12).font.color.rgb or "")[-6:] == S.MUTED_FONT and ws.cell(memcpy, 14).value == "within noise"
+    assert fill(ws.cell(step_time, 1)) is None and ws.cell(step_time, 14).value == "noise unknown"
+    assert ws.cell(5, 2).value == 2 and ws.cell(5, 2 + 3 + 8 + 3).value is None      # target has one step

@@ -16,7 +16,11 @@ Column types (``Layout.types``):
 * ``ratio`` target / baseline in ``0.00%``; > 1 (target slower / larger) is filled red ``FF0000``,
   infinite is the string ``INF`` (red);
 * ``diff``  our sheets: a signed target − baseline value, red when > 0, green when < 0;
-* ``rratio`` our sheets: a ratio, red when > 1, green when < 1.
+* ``rratio`` our sheets: a ratio, red when > 1, green when < 1;
+* ``num``   our sheets: a plain number in the General format (p-values).
+
+A row marked ``muted`` (``SheetData.muted``, a block's ``muted``: a difference within
+step-to-step noise) is greyed, grey text on a light grey fill, and never red or green.
 
 :func:`write_sheet` renders a :class:`SheetData` (rows under a layout) into a worksheet.
 """
@@ -33,6 +37,8 @@ WORSE = "FFC7CE"          # our sheets: regression (fill) ...
 WORSE_FONT = "9C0006"
 BETTER = "C6EFCE"         # ... and gain
 BETTER_FONT = "006100"
+MUTED = "F2F2F2"          # our sheets: a row within step-to-step noise (fill) ...
+MUTED_FONT = "808080"     # ... greyed text, no regression / gain colour
 
 FMT_INT = "#,##0"
 FMT_FLOAT = "#,##0.00"
@@ -170,7 +176,18 @@ class SheetData:
     rows: list
     fills: list | None = None             # per row: fill colour or None (OverallMetrics)
     indents: list | None = None           # per row: indent of column 0
-    blocks: list = field(default_factory=list)   # [(header row, rows)] written after the table
+    blocks: list = field(default_factory=list)   # [(header row, rows)] or Block, written after the table
+    muted: list | None = None             # per row: greyed (within noise), no highlight
+
+
+@dataclass
+class Block:
+    """A table written after a sheet's main table: its own bold header, and per column a kind
+    (``Layout.types``; None = every cell plain text) and per row whether it is greyed."""
+    header: list
+    rows: list
+    kinds: tuple | None = None
+    muted: list | None = None
 
 
 class StyleBook:
@@ -189,6 +206,8 @@ class StyleBook:
                 fmt, fill = FMT_PCT, RED
             elif variant in ("worse", "better"):
                 fill, color = (WORSE, WORSE_FONT) if variant == "worse" else (BETTER, BETTER_FONT)
+            elif variant == "muted":
+                fill, color = MUTED, MUTED_FONT
             elif variant in ("head_base", "head_target", "banner_base", "banner_target"):
                 fmt, bold, fill = None, True, YELLOW if variant.endswith("target") else GREEN
             got = self._cache[key] = self.styles.xf(fmt, bold, fill, color, indent)
@@ -212,8 +231,11 @@ def _styled_rows(sh, sb: StyleBook, data: SheetData, plain: list, first: int) ->
     """Rows with a fill / indent per row (OverallMetrics, Summary: a few dozen), row by row."""
     kinds = data.layout.types
     special = [(c, k) for c, k in enumerate(kinds) if k in ("ratio", "rratio", "diff")]
-    fills, indents = data.fills, data.indents
+    fills, indents, muted = data.fills, data.indents, data.muted
     for i, row in enumerate(data.rows):
+        if muted and muted[i]:
+            sh.row(first + i, row, [sb.get(k, "muted") for k in kinds])
+            continue
         fill = fills[i] if fills else None
         ind = indents[i] if indents else 0
         if fill or ind:
@@ -267,10 +289,12 @@ def write_sheet(book, sb: StyleBook, data: SheetData, base_label: str, target_la
     hdr = HEADER_ROW
     first = FIRST_DATA_ROW
     last_table = first + len(data.rows) - 1
-    extra_rows = sum(2 + len(rows) for _, rows in data.blocks)
+    blocks = [b if isinstance(b, Block) else Block(*b) for b in data.blocks]
+    extra_rows = sum(2 + len(b.rows) for b in blocks)
+    width = max([n_cols] + [len(b.header) for b in blocks] + [len(r) for b in blocks for r in b.rows])
     (b0, b1), (t0, t1) = lay.base_span, lay.target_span
     merges = [(0, c0, 0, c1) for c0, c1 in ((b0, b1), (t0, t1)) if c1 > c0]    # no one-cell merges
-    sh = book.add_sheet(lay.name, last_table + 1 + extra_rows, n_cols, lay.widths, merges, freeze_rows=hdr + 1,
+    sh = book.add_sheet(lay.name, last_table + 1 + extra_rows, width, lay.widths, merges, freeze_rows=hdr + 1,
                         autofilter=(hdr, max(last_table, hdr), 0, n_cols - 1))
     banner = [None] * n_cols
     bstyle = [0] * n_cols
@@ -284,15 +308,21 @@ def write_sheet(book, sb: StyleBook, data: SheetData, base_label: str, target_la
            [sb.get("", "head_target" if t0 <= c <= t1 else "head_base") for c in range(n_cols)])
     kinds = lay.types
     plain = [sb.get(k) for k in kinds]
-    if data.fills or data.indents:
+    if data.fills or data.indents or (data.muted and any(data.muted)):
         _styled_rows(sh, sb, data, plain, first)
     elif data.rows:
         sh.rows(first, data.rows, _column_styles(sb, kinds, plain, data.rows))
     r = last_table + 2
-    for header, rows in data.blocks:
-        sh.row(r, header, [sb.get("", "head_base")] * len(header))
+    for block in blocks:
+        sh.row(r, block.header, [sb.get("", "head_base")] * len(block.header))
         text = sb.get("text")
-        for row in rows:
+        for i, row in enumerate(block.rows):
             r += 1
-            sh.row(r, row, [text if v is not None else 0 for v in row])
+            if block.kinds is None:
+                sh.row(r, row, [text if v is not None else 0 for v in row])
+            elif block.muted and block.muted[i]:
+                sh.row(r, row, [sb.get(k, "muted") for k in block.kinds[:len(row)]])
+            else:
+                sh.row(r, row, [sb.get(k, sb.variant(k, v)) if v is not None else 0
+                                for k, v in zip(block.kinds, row)])
         r += 2

@@ -34,6 +34,10 @@ registration order; ``xlsx_analysis``):
   event), thinned to ≤ 2,000 points with every peak kept.
 * ``Operators`` — when the module sheets took the operator sheets' place (both sides have
   ``nn.Module`` data): the tab's Operator view, per operator name (``analyses`` "operator").
+* ``StepCompare``, ``Efficiency`` — the step comparison (``xlsx_steps``: the ``compare/steps``
+  answer): per step both sides' duration, breakdown and phases, then per step-level metric the
+  across-step statistics, diff, ratio and noise verdict (within noise greyed); each side's
+  device efficiency and the difference.
 
 Layout of every sheet: row 1 the banners ``Base Profiling: <path>`` (green ``00FF00``, bold) and
 ``Comparison Profiling: <path>`` (yellow ``FFFF00``, bold) merged over each side's columns; row 2
@@ -62,11 +66,12 @@ from ..gcpause import gc_paused
 from . import reference_rows as R
 from . import xlsx_style as S
 from .xlsx_style import SheetData, StyleBook, write_sheet
+from .xlsx_steps import EFFICIENCY_SHEET, STEP_COMPARE, steps_sheets
 from .xlsx_writer import Workbook
 
 log = logging.getLogger(__name__)
 
-ENGINES = ("overall", "communication", "operator", "memory", "api", "kernel")
+ENGINES = ("overall", "communication", "operator", "memory", "api", "kernel", "steps")
 DETAIL_SHEETS = frozenset({"OperatorCompare", "ModuleCompare", "MemoryCompare"})
 MIB = float(1 << 20)
 
@@ -295,7 +300,8 @@ def _notes(cmp, extra: list) -> list[str]:
 def _plan(cmp, sheets, notes: list) -> list[SheetData]:
     builders = {"overall": lambda: overall_sheets(cmp), "communication": lambda: communication_sheets(cmp),
                 "operator": lambda: operator_sheets(cmp, notes), "memory": lambda: memory_sheets(cmp, notes),
-                "api": lambda: api_sheets(cmp), "kernel": lambda: kernel_sheets(cmp)}
+                "api": lambda: api_sheets(cmp), "kernel": lambda: kernel_sheets(cmp),
+                "steps": lambda: steps_sheets(cmp, notes)}
     planned: list[SheetData] = []
     for eng in ENGINES:
         if sheets is not None and eng not in sheets:
@@ -358,7 +364,8 @@ def _analysis_sheets(cmp, sheets, notes: list, taken: set) -> list[SheetData]:
 OPERATORS = "Operators"          # ours: the Operator view's table when the module sheets are written
 ORDER = [S.OVERALL.name, S.COMMUNICATION.name, S.MODULE_STATS.name, S.MODULE.name, S.OPERATOR_STATS.name,
          S.OPERATOR.name, S.MEMORY_STATS.name, S.MEMORY.name, S.API.name, S.KERNEL.name,
-         S.SUMMARY.name, S.COMM_GROUPS.name, S.MEMORY_PEAK.name, S.MEMORY_CURVE.name, OPERATORS]
+         S.SUMMARY.name, S.COMM_GROUPS.name, S.MEMORY_PEAK.name, S.MEMORY_CURVE.name, OPERATORS,
+         STEP_COMPARE, EFFICIENCY_SHEET]
 
 
 def open_target(target):
