@@ -42,13 +42,32 @@ class ClusterResult:
                 "summary": self.summary, "warnings": self.warnings}
 
 
+def fold_warnings(summaries: Sequence[RankSummary], keep: int = 3) -> list:
+    """Every rank's warnings; one that many ranks repeat word for word but for their own path
+    is said once with the count of ranks and the first path (1,024 identical lines help no one)."""
+    groups: dict = {}
+    for s in summaries:
+        for w in s.warnings:
+            key = w.replace(s.path, "{rank}") if s.path else w
+            groups.setdefault(key, []).append((s.rank, w))
+    out = []
+    for key, items in groups.items():
+        if len(items) <= keep or "{rank}" not in key:
+            out.extend(w for _, w in items)
+        else:
+            ranks = sorted(r for r, _ in items)
+            out.append(f"{items[0][1]} (and the same on {len(items) - 1} other ranks: "
+                       f"{', '.join(str(r) for r in ranks[1:9])}{' ...' if len(ranks) > 9 else ''})")
+    return out
+
+
 def _one(run: str, summaries: Sequence[RankSummary], options: Mapping) -> ClusterResult:
     summaries = sorted(summaries, key=lambda s: s.rank)
     seen: set = set()
     dup = sorted({s.rank for s in summaries if s.rank in seen or seen.add(s.rank)})
     if dup:
         raise ValueError(f"{run}: rank(s) {dup[:8]} appear in more than one worker")
-    warnings = [w for s in summaries for w in s.warnings]
+    warnings = fold_warnings(summaries)
     coll = per_rank.all_collectives(summaries)
     table = per_rank.step_table(summaries, coll)
     links = slow_link.flag(slow_link.link_table(summaries, warnings),

@@ -27,18 +27,20 @@ def steps_table(cols: dict, windows: dict, collectives: dict, where: str, warnin
     """The RankSummary steps table from step-trace columns (ns), step windows ``{step: (start,
     dur)}`` and the collectives' columns.  Step time: the step's ProfilerStep window; without one,
     Computing + Communication(Not Overlapped) + Free (= the profiler's Stage when there is no
-    bubble), said in a warning.  Wait / transmit: the sums of the rank's own Communication Time
+    bubble) for every step of the rank when one of its steps has no window (one meaning per
+    rank), said in a warning.  Wait / transmit: the sums of the rank's own Communication Time
     Info over the step's collectives (the cluster analysis replaces them with the reference's
-    cross-rank figures when every rank has its collectives)."""
+    cross-rank figures when other ranks ran the same collectives)."""
     n = len(cols["step"])
     step_time, wait, transmit = [], [], []
-    fallback = 0
+    missing = sum(1 for s in cols["step"] if s not in windows)
+    if missing:
+        windows = {}         # one meaning of step time for all of a rank's steps
     for i in range(n):
         s = cols["step"][i]
         if s in windows:
             step_time.append(float(windows[s][1]))
         else:
-            fallback += 1
             step_time.append(cols["computing"][i] + cols["communication_not_overlapped"][i]
                              + cols["free"][i])
         idx = [j for j, cs in enumerate(collectives.get("step", ())) if cs == s]
@@ -46,9 +48,10 @@ def steps_table(cols: dict, windows: dict, collectives: dict, where: str, warnin
         t = [collectives["transmit"][j] for j in idx]
         wait.append(math.fsum(w) if idx and not any(math.isnan(x) for x in w) else math.nan)
         transmit.append(math.fsum(t) if idx and not any(math.isnan(x) for x in t) else math.nan)
-    if fallback:
-        warnings.append(f"{where}: {fallback} step(s) without a ProfilerStep window; step time "
-                        "taken as Computing + Communication(Not Overlapped) + Free")
+    if missing:
+        warnings.append(f"{where}: {missing} of {n} step(s) without a ProfilerStep window; step "
+                        "time taken as Computing + Communication(Not Overlapped) + Free for "
+                        "every step")
     return make_table("steps", {**{k: cols[k] for k in STEP_KEYS}, "step_time": step_time,
                                 "wait": wait, "transmit": transmit})
 
