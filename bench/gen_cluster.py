@@ -17,12 +17,15 @@ What each rank holds (rank ``k`` copies source rank ``k % 2``):
   Communication = Not Overlapped + Overlapped, Elapse = Transit + Wait + Idle, the ratios):
   ``step_trace_time.csv`` (``--steps`` rows, steps 50, 51, ...), ``communication.json`` (per
   step, per collective: time and per-transport bandwidth info), ``communication_matrix.json``
-  (per step, per collective, per ``src-dst`` link), ``profiler_info_{k}.json`` (``rank_id`` = k);
-* shared by every rank (hard links to one reduced copy per source rank in ``<run>/.templates``,
-  which discovery skips): ``trace_view.json`` without Python-function and counter events and
-  without call stacks (~a tenth of the source), ``kernel_details.csv``, ``profiler_metadata.json``.
-  They make discovery classify the folder as ``ascend-text`` and a full parse work; they are not
-  jittered (the cluster figures come from the per-rank files above).
+  (per step, per collective, per ``src-dst`` link), ``profiler_info_{k}.json`` (``rank_id`` = k),
+  and a small ``trace_view.json``: the source's metadata events, one ``ProfilerStep#N`` per step
+  (its window = the source's, plus this rank's change of Stage + Preparing, so a slow rank's steps
+  are longer) and the collectives' device events (durations = this rank's Elapse Time); steps
+  follow one another (the longest window plus 1 ms apart), communication.json's Start
+  Timestamps moved with them;
+* shared by every rank (hard links to one copy per source rank in ``<run>/.templates``, which
+  discovery skips): ``kernel_details.csv`` and ``profiler_metadata.json``, not jittered.
+  With the trace they make discovery classify the folder as ``ascend-text`` and a full parse work.
 
 Topology (links rewritten for N ranks): servers of 8 ranks (``--node-size``); rank k = server
 k // 8, local index k % 8.  Inside a server the source's HCCS full mesh (each source link
@@ -44,7 +47,7 @@ Planting:
 
 Deterministic: rank k's numbers come from ``numpy.random.default_rng([seed, k])``, so the same
 arguments give the same bytes whatever the order ranks are written in.  Fast: 1,024 ranks take a
-few seconds (small files, the heavy ones linked).
+few seconds (small files; the kernel table linked, not copied).
 """
 from __future__ import annotations
 
@@ -64,7 +67,7 @@ from pathlib import Path
 
 import numpy as np
 
-GEN_VERSION = 1
+GEN_VERSION = 2
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = Path(os.environ.get("TB_COMPARE_SHARED", ROOT.parent / "shared"))
 DEFAULT_SOURCE = SHARED / "corpus" / "npu" / "alexnet_ddp_2rank_level1"
@@ -72,7 +75,7 @@ OUT_DIR = "ASCEND_PROFILER_OUTPUT"
 RDMA_GBPS = 12.0
 STEP_COLUMNS = ["Step", "Computing", "Communication(Not Overlapped)", "Overlapped", "Communication", "Free",
                 "Stage", "Bubble", "Communication(Not Overlapped and Exclude Receive)", "Preparing"]
-SHARED_FILES = ("trace_view.json", "kernel_details.csv")
+SHARED_FILES = ("kernel_details.csv",)
 
 
 def default_out() -> Path:
@@ -133,25 +136,36 @@ class SourceRank:
                for k, v in self.comm_step.get("collective", {}).items() if k != "Total Op Info"]
         self.first_op = min(ops)[1] if ops else None
 
+        # the trace events each generated rank gets its own copy of: the metadata (process and
+        # thread names), the ProfilerStep window and the collectives' device-side events
+        events = json.loads((out / "trace_view.json").read_text(encoding="utf-8"))
+        self.meta_events = [e for e in events if e.get("ph") == "M"]
+        steps = [e for e in events if e.get("ph") == "X" and str(e.get("name", "")).startswith("ProfilerStep#")]
+        if not steps:
+            raise ValueError(f"{out / 'trace_view.json'}: no ProfilerStep event")
+        self.step_event = {k: v for k, v in steps[0].items() if k != "args"}
+        self.step_event["args"] = {k: v for k, v in steps[0].get("args", {}).items() if k != "Call stack"}
+        self.comm_events = [e for e in events if e.get("ph") == "X" and str(e.get("name", "")).startswith("hcom_")]
+        self.window_us = float(self.step_event["dur"])
+
     def write_shared(self, dest: Path) -> None:
-        """The heavy files every generated copy of this rank links to (reduced trace, kernels,
-        metadata)."""
+        """The files every generated copy of this rank links to (kernels, metadata)."""
         dest.mkdir(parents=True, exist_ok=True)
         out = self.folder / OUT_DIR
-        events = json.loads((out / "trace_view.json").read_text(encoding="utf-8"))
-        keep = []
-        for e in events:
-            if e.get("ph") == "C" or e.get("cat") == "python_function":
-                continue
-            args = e.get("args")
-            if isinstance(args, dict) and "Call stack" in args:
-                e = dict(e, args={k: v for k, v in args.items() if k != "Call stack"})
-            keep.append(e)
-        (dest / "trace_view.json").write_text(json.dumps(keep), encoding="utf-8")
         shutil.copyfile(out / "kernel_details.csv", dest / "kernel_details.csv")
         meta = self.folder / "profiler_metadata.json"
         if meta.exists():
             shutil.copyfile(meta, dest / "profiler_metadata.json")
+
+
+def _ns(ts) -> int:
+    """A trace ``ts`` (µs, string "W.FFF" or number) as integer ns."""
+    whole, _, frac = str(ts).partition(".")
+    return int(whole) * 1000 + int((frac + "000")[:3])
+
+
+def _ts(ns: int) -> str:
+    return f"{ns // 1000}.{ns % 1000:03d}"
 
 
 # ------------------------------------------------------------------------------------------ topology
@@ -187,6 +201,10 @@ class RankWriter:
         self.plan = plan
         self.sources = sources
         self.group = plan.group_hash()
+        # steps start this far apart on every rank: the longest window jitter and the slow rank
+        # can make, and 1 ms
+        extra = plan.slow_rank_extra_ms * 1000.0 if plan.slow_rank is not None else 0.0
+        self.gap_ns = int((max(s.window_us for s in sources) * (1 + 4 * plan.jitter) + extra) * 1000) + 1_000_000
 
     def _j(self, rng, x: float) -> float:
         return float(x) * (1.0 + rng.uniform(-self.plan.jitter, self.plan.jitter)) if x else float(x)
@@ -197,7 +215,7 @@ class RankWriter:
         rng = np.random.default_rng([plan.seed, k])
         slow = plan.slow_rank is not None and plan.slow_rank_extra_ms > 0
         extra_us = plan.slow_rank_extra_ms * 1000.0 if slow else 0.0
-        steps, comm, matrix = [], {}, {}
+        steps, comm, matrix, trace = [], {}, {}, list(src.meta_events)
         for i in range(plan.steps):
             step_id = src.step_id + i
             row = {c: self._j(rng, src.step[c]) for c in ("Computing", "Communication(Not Overlapped)",
@@ -211,10 +229,13 @@ class RankWriter:
             row["Stage"] = row["Computing"] + row["Communication(Not Overlapped)"] + row["Free"]
             row["Communication(Not Overlapped and Exclude Receive)"] = row["Communication(Not Overlapped)"]
             steps.append([step_id] + [row[c] for c in STEP_COLUMNS[1:]])
-            shift_us = i * (src.step["Stage"] + src.step.get("Preparing", 0.0))
+            shift_ns = i * self.gap_ns
             waits = extra_us if slow and k != plan.slow_rank else 0.0
-            comm[f"step{step_id}"] = self._comm_step(rng, src, shift_us, waits)
+            comm[f"step{step_id}"] = self._comm_step(rng, src, shift_ns / 1000.0, waits)
             matrix[f"step{step_id}"] = self._matrix_step(rng, src, k)
+            # the ProfilerStep window grows or shrinks with the step's own figures
+            grow = (row["Stage"] + row["Preparing"]) - (src.step["Stage"] + src.step.get("Preparing", 0.0))
+            trace += self._trace_step(src, step_id, shift_ns, src.window_us + grow, comm[f"step{step_id}"])
         self._cut_link(k, comm, matrix)
         info = copy.deepcopy(src.info)
         info["rank_id"] = k
@@ -223,9 +244,25 @@ class RankWriter:
         w.writerow(STEP_COLUMNS)
         w.writerows(steps)
         return {f"{OUT_DIR}/step_trace_time.csv": buf.getvalue(),
+                f"{OUT_DIR}/trace_view.json": json.dumps(trace),
                 f"{OUT_DIR}/communication.json": json.dumps(comm),
                 f"{OUT_DIR}/communication_matrix.json": json.dumps(matrix),
                 f"profiler_info_{k}.json": json.dumps(info, indent=4)}
+
+    def _trace_step(self, src: SourceRank, step_id: int, shift_ns: int, window_us: float, comm: dict) -> list:
+        """The step's ProfilerStep event and its collectives' events (their durations from this
+        rank's communication.json), moved ``shift_ns`` later."""
+        ev = dict(src.step_event, name=f"ProfilerStep#{step_id}", ts=_ts(_ns(src.step_event["ts"]) + shift_ns),
+                  dur=round(window_us, 3))
+        out = [ev]
+        elapse = {op.split("@", 1)[0]: v["Communication Time Info"]["Elapse Time(ms)"]
+                  for op, v in comm.get("collective", {}).items() if op != "Total Op Info"}
+        for e in src.comm_events:
+            e = dict(e, ts=_ts(_ns(e["ts"]) + shift_ns))
+            if e["name"] in elapse:
+                e["dur"] = elapse[e["name"]] * 1000.0
+            out.append(e)
+        return out
 
     def _key(self, op: str) -> str:
         return op if "@" not in op else op.split("@", 1)[0] + "@" + self.group
@@ -379,7 +416,7 @@ def manifest_of(plan: Plan) -> dict:
 def generate(plan: Plan, dest: Path, force: bool = False, log=None) -> dict:
     """Build the run at ``dest`` (kept when its manifest already matches ``plan``); its manifest."""
     _check(plan)
-    want = manifest_of(plan)
+    want = json.loads(json.dumps(manifest_of(plan)))      # as read back (tuples -> lists)
     man_path = dest / "manifest.json"
     if not force and man_path.exists():
         try:
