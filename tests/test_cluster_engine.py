@@ -161,3 +161,71 @@ def test_cluster_against_cluster_names_the_regressed_phase():
 def test_hints_name_data_parallel_all_reduce_tail():
     d = analyse_cluster("dp", cluster(8)).to_dict()
     assert any(h.startswith("Data parallel:") for h in d["hints"]), d["hints"]
+
+
+# ----------------------------------------------------------------------- bad input -> warnings
+def test_bad_light_files_are_warnings_naming_the_file(tmp_path):
+    from tb_compare_plugin.analyses.run.summarise_ascend import from_text
+    out = tmp_path / "rank3_ascend_pt" / "ASCEND_PROFILER_OUTPUT"
+    out.mkdir(parents=True)
+    (out / "step_trace_time.csv").write_text(
+        "Step,Computing,Communication(Not Overlapped),Overlapped,Communication,Free,Stage,Bubble,"
+        "Communication(Not Overlapped and Exclude Receive),Preparing\n"
+        "7,10.5,abc,1,2,3,4,0,1,2\nxx,1,1,1,1,1,1,1,1,1\n")
+    (out / "communication.json").write_text(json.dumps({"step7": {"collective": {
+        "hcom_allReduce_1@g": {"Communication Time Info": {"Elapse Time(ms)": 2.0,
+                                                           "Transit Time(ms)": -1,
+                                                           "Wait Time(ms)": "n/a"}},
+        "broken@g": 5}}}))
+    (out / "communication_matrix.json").write_text(json.dumps({"step7": {"collective": {
+        "allreduce-total@g": {"3-4": {"Transport Type": "HCCS", "Transit Size(MB)": 1.0,
+                                      "Transit Time(ms)": 0.1},
+                              "bogus": {}}}}}))
+    s = from_text(str(out.parent), 3)
+    text = "\n".join(s.warnings)
+    assert "step_trace_time.csv: 1 row(s) dropped: Step is not a number" in text
+    assert "step_trace_time.csv: 1 Communication(Not Overlapped) cell(s) empty or not a number" in text
+    assert "communication.json: step7/broken@g is not an object; skipped" in text
+    assert "communication.json: 1 Transit Time(ms) value(s) missing, negative or not a number" in text
+    assert "communication.json: 1 Wait Time(ms) value(s)" in text
+    assert "communication_matrix.json: 1 link(s) not keyed SRC-DST; dropped" in text
+    assert "without a ProfilerStep window" in text          # no trace_view.json
+    assert s.steps["step"].tolist() == [7] and s.steps["computing"].tolist() == [10500.0]
+    assert s.links["src_rank"].tolist() == [3] and s.links["time"].tolist() == [100000.0]
+    # the summary survives the round trip with its NaNs
+    assert RankSummary.from_dict(json.loads(json.dumps(s.to_dict()))) == s
+
+
+def test_a_rank_without_files_is_a_warning_not_an_error(tmp_path):
+    from tb_compare_plugin.analyses.run.summarise_ascend import from_text
+    (tmp_path / "rank0_ascend_pt" / "ASCEND_PROFILER_OUTPUT").mkdir(parents=True)
+    s = from_text(str(tmp_path / "rank0_ascend_pt"), 0)
+    assert any("step_trace_time.csv: missing" in w for w in s.warnings)
+    d = analyse_cluster("r", [s, summary(1)]).to_dict()
+    assert d["summary"]["ranks_without_steps"] == [0] and len(d["ranks"]) == 1
+
+
+def test_warnings_repeated_by_many_ranks_are_folded():
+    from tb_compare_plugin.analyses.run.cluster import fold_warnings
+    ss = [RankSummary(rank=r, path=f"/x/rank{r}", warnings=[f"/x/rank{r}/a.csv: 1 cell empty"])
+          for r in range(10)]
+    got = fold_warnings(ss)
+    assert got == ["/x/rank0/a.csv: 1 cell empty (and the same on 9 other ranks: 1, 2, 3, 4, 5, "
+                   "6, 7, 8 ...)"]
+
+
+def test_db_without_analysis_db_falls_back_to_communication_op(tmp_path):
+    import shutil
+    from conftest import CORPUS
+    from tb_compare_plugin.analyses.run.summarise_ascend import from_db
+    src = CORPUS / "npu" / "alexnet_ddp_2rank_db_level1" / "rank0_ascend_pt" / "ASCEND_PROFILER_OUTPUT"
+    if not src.is_dir():
+        pytest.skip("corpus missing")
+    out = tmp_path / "rank0_ascend_pt" / "ASCEND_PROFILER_OUTPUT"
+    out.mkdir(parents=True)
+    shutil.copyfile(src / "ascend_pytorch_profiler_0.db", out / "ascend_pytorch_profiler_0.db")
+    s = from_db(str(out / "ascend_pytorch_profiler_0.db"), 0)
+    assert any("analysis.db: missing" in w for w in s.warnings)
+    assert s.steps.empty and len(s.collectives) == 4
+    assert s.collectives["elapse"].tolist()[0] == 88750993.0      # COMMUNICATION_OP window
+    assert s.collectives["step"].tolist() == [50] * 4                # by STEP_TIME

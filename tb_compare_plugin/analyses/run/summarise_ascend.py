@@ -120,6 +120,9 @@ def from_db(db: str, rank) -> RankSummary:
         warnings.append(f"{adb}: missing (no per-step breakdown, wait/transmit or links; "
                         "collectives from COMMUNICATION_OP)")
         coll = _read(read_communication_ops, db, warnings, source, None)
+        if coll:   # the table has no step: the step whose window holds the collective's start
+            coll["step"] = [next((st for st, (a, b) in bounds.items() if a <= t <= b), -1)
+                            for t in coll["start_ns"]]
     return RankSummary(rank=-1 if rank is None else rank, source=source, warnings=warnings,
                        steps=steps, collectives=make_table("collectives", coll or {}),
                        links=make_table("links", links or {}))
