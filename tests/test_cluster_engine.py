@@ -154,6 +154,8 @@ def test_cluster_against_cluster_names_the_regressed_phase():
     assert s["phase_regressed"] == "communication_not_overlapped"
     per_rank = [r for r in d["diff"] if r["scope"] == "rank"]
     assert len(per_rank) == 16 and per_rank[8]["step_time_base_ms"] is None
+    assert per_rank[3]["base_worker"] == "rank3" and per_rank[3]["target_worker"] == "rank3"
+    assert per_rank[8]["base_worker"] is None and per_rank[8]["target_worker"] == "rank8"
     r3 = per_rank[3]
     assert r3["computing_diff_ms"] > 15
 

@@ -37,8 +37,14 @@ def _per_rank(table: pd.DataFrame) -> pd.DataFrame:
         pd.DataFrame(columns=list(STEP_METRICS))
 
 
+def _workers(table: pd.DataFrame) -> dict:
+    if not len(table) or "worker" not in table:
+        return {}
+    return {int(r): w for r, w in zip(table["rank"], table["worker"])}
+
+
 def _row(scope: str, rank, base: pd.Series | None, target: pd.Series | None) -> dict:
-    row = {"scope": scope, "rank": rank}
+    row = {"scope": scope, "rank": rank, "base_worker": None, "target_worker": None}
     for m in STEP_METRICS:
         b = _ms(base[m]) if base is not None else None
         t = _ms(target[m]) if target is not None else None
@@ -50,8 +56,14 @@ def _row(scope: str, rank, base: pd.Series | None, target: pd.Series | None) -> 
 
 def diff(base_table: pd.DataFrame, target_table: pd.DataFrame) -> tuple[list, dict]:
     b, t = _per_rank(base_table), _per_rank(target_table)
-    rows = [_row("rank", int(r), b.loc[r] if r in b.index else None,
-                 t.loc[r] if r in t.index else None) for r in sorted(set(b.index) | set(t.index))]
+    bw, tw = _workers(base_table), _workers(target_table)
+    rows = []
+    for r in sorted(set(b.index) | set(t.index)):
+        row = _row("rank", int(r), b.loc[r] if r in b.index else None,
+                   t.loc[r] if r in t.index else None)
+        # the workers to open in the pair views (None: the rank is on one side only)
+        row["base_worker"], row["target_worker"] = bw.get(r), tw.get(r)
+        rows.append(row)
     rows.append(_row("median", None, b.median() if len(b) else None, t.median() if len(t) else None))
     rows.append(_row("max", None, b.max() if len(b) else None, t.max() if len(t) else None))
 
