@@ -7,7 +7,7 @@
  */
 import {fetchReady, Stale, url} from "./api";
 import {h, replace} from "./dom";
-import {fmtNum, fmtPct, fmtRatio, fmtSigned, isNum, showsZero, verdict} from "./format";
+import {fmtNum, fmtRatio, fmtSigned, isNum, showsZero, verdict} from "./format";
 import {uniqueNotes} from "./overview";
 import type {ViewCtx, ViewDef} from "./registry";
 import {PARTS, PHASE_PARTS, type SideName, type StepEntry, stepsChart} from "./stepschart";
@@ -85,12 +85,27 @@ function topDifferences(data: StepsAnswer, metrics: MetricDiff[]): MetricDiff[] 
 
 // -- efficiency cards -------------------------------------------------------------------------
 
+const PCT1 = new Intl.NumberFormat("en-US", {minimumFractionDigits: 1, maximumFractionDigits: 1});
+
+/** An efficiency figure as a percentage with one decimal ("94.7%"). */
 function effText(v: unknown, kind: "ratio" | "percent"): string {
   if (!isNum(v)) return "n/a";
-  return fmtPct(kind === "ratio" ? v * 100 : v);
+  return PCT1.format(kind === "ratio" ? v * 100 : v) + "%";
 }
 
-/** Why a side's efficiency figure is missing: its own note, else a note naming it, else what the device says. */
+/** Words a note uses for a figure, beyond its key and label. */
+const EFF_WORDS: Record<string, string[]> = {
+  gpu_utilization: ["gpu utilization", "gpu utilisation"], sm_efficiency: ["sm efficiency", "blocks per sm"],
+  achieved_occupancy: ["achieved occupancy", "occupancy"], tensor_core_ratio: ["tensor core", "tensor-core", "matrix core"],
+  ai_core_utilization: ["ai core", "ai_core", "aicore"], cube_utilization: ["cube", "aic_mac"], vector_utilization: ["vector", "aiv_vec"]};
+/** A note that says why nothing could be computed (it names no figure). */
+const GENERAL = /cannot be computed|no device activity|no gpu kernels|no step window|cpu-only/i;
+
+/**
+ * Why a side's efficiency figure is missing: its own note (a notes object keyed by figure, or a
+ * note naming the figure), else what the side's device says, else a note on why nothing could
+ * be computed.
+ */
 function reasonFor(side: StepsSide | undefined, key: string, label: string, device: string | null): string {
   const eff = side?.efficiency ?? {};
   const own = eff.notes;
@@ -99,7 +114,7 @@ function reasonFor(side: StepsSide | undefined, key: string, label: string, devi
     if (typeof r === "string" && r) return r;
   }
   const pool = [...(Array.isArray(own) ? own : []), ...(side?.notes ?? [])].filter((n): n is string => typeof n === "string");
-  const words = [key, key.replace(/_/g, " "), label.toLowerCase()];
+  const words = [key, key.replace(/_/g, " "), label.toLowerCase(), ...(EFF_WORDS[key] ?? [])];
   const hit = pool.find((n) => words.some((w) => n.toLowerCase().includes(w)));
   if (hit) {                                   // "sm_efficiency: why" -> "why"
     const lead = [key, label].find((w) => hit.toLowerCase().startsWith(w.toLowerCase() + ":"));
@@ -108,12 +123,19 @@ function reasonFor(side: StepsSide | undefined, key: string, label: string, devi
   const gpuOnly = key !== "ai_core_utilization" && !OPTIONAL_EFF.has(key);
   if (device === "NPU" && gpuOnly) return "an NPU profile has no GPU kernels";
   if (device && device !== "NPU" && !gpuOnly) return `a ${device} profile has no AI Cores`;
-  return "not computed for this profile (no note says why)";
+  const general = pool.find((n) => GENERAL.test(n));
+  return general ?? "not computed for this profile (no note says why)";
 }
 
 function effCard(side: SideName, data: StepsSide | undefined, other: StepsSide | undefined, device: string | null): HTMLElement {
   const eff = data?.efficiency ?? {};
   const rows = EFFICIENCY.filter(([k]) => !OPTIONAL_EFF.has(k) || isNum(eff[k]) || isNum(other?.efficiency?.[k]));
+  const shown = new Set<string>();
+  const why = (k: string, label: string) => {
+    const r = reasonFor(data, k, label, device);
+    shown.add(r);
+    return r;
+  };
   const name = side === "base" ? "Baseline" : "Target";
   return h("section", {class: `eff-card side ${side === "base" ? "baseline" : "target"}`, "data-side": side,
                        "aria-label": `${name} device efficiency`},
@@ -124,14 +146,29 @@ function effCard(side: SideName, data: StepsSide | undefined, other: StepsSide |
       let delta: HTMLElement | null = null;
       if (side === "target" && isNum(v) && isNum(ov)) {
         const d = kind === "ratio" ? (v - ov) * 100 : v - ov;
-        const t = fmtSigned(d);
-        delta = h("span", {class: "eff-delta " + (showsZero(t) ? "" : verdict(d, "diff", true))}, ` ${t} pt`);
+        const t = PCT1.format(d).replace("-", "−");
+        const shown = showsZero(t) ? t.replace("−", "") : (d > 0 ? "+" : "") + t;
+        delta = h("span", {class: "eff-delta " + (showsZero(t) ? "" : verdict(d, "diff", true)),
+                           title: "target minus baseline, in percentage points"}, ` ${shown} pt`);
       }
+      const ttp = eff.tensor_core_ratio_ttp;
       return [h("dt", {title: what}, label),
               h("dd", {"data-eff": k, "data-na": String(!isNum(v))},
                 isNum(v) ? h("span", {class: "eff-v"}, effText(v, kind)) : h("span", {class: "eff-na"}, "n/a"), delta,
-                isNum(v) ? null : h("div", {class: "eff-why muted"}, reasonFor(data, k, label, device)))];
-    })));
+                isNum(v) ? null : h("div", {class: "eff-why muted"}, why(k, label)),
+                k === "tensor_core_ratio" && isNum(ttp) && isNum(v) && Math.abs(ttp - v) > 5e-4
+                  ? h("div", {class: "eff-why muted", "data-eff-extra": "tensor_core_ratio_ttp"},
+                      `${effText(ttp, "ratio")} with the PyTorch Profiler plugin's own kernel list`) : null)];
+    })),
+    isNum(eff.window_ms) ? h("div", {class: "eff-why muted eff-window"}, `Over ${fmtNum(eff.window_ms)} ms of step windows.`) : null,
+    effNotes(eff.notes, shown));
+}
+
+/** The efficiency notes not already shown as a missing figure's reason. */
+function effNotes(notes: unknown, shown: Set<string>): HTMLElement | null {
+  const rest = (Array.isArray(notes) ? notes : []).filter((n): n is string => typeof n === "string" && !!n &&
+    ![...shown].some((r) => n === r || n.endsWith(r)));
+  return rest.length ? h("ul", {class: "notes eff-notes muted", "data-role": "efficiency-notes"}, ...rest.map((n) => h("li", null, n))) : null;
 }
 
 // -- the metrics table ------------------------------------------------------------------------
@@ -262,7 +299,8 @@ function draw(host: HTMLElement, data: StepsAnswer, ctx: ViewCtx): void {
   const top = topList(topDifferences(data, metrics), ranks);
   const test = typeof data.noise_test === "string" ? data.noise_test : "";
   const notes = uniqueNotes(Array.isArray(data.notes) ? data.notes
-    : [...(data.baseline?.notes ?? []).map((n) => `baseline: ${n}`), ...(data.target?.notes ?? []).map((n) => `target: ${n}`)]);
+    : [...(data.baseline?.notes ?? []).map((n) => `baseline: ${n}`), ...(data.target?.notes ?? []).map((n) => `target: ${n}`)])
+    .filter((n) => !(test && /^within_noise:/.test(n)));        // said under the table already
   replace(host,
     h("h2", {style: {marginTop: "0"}}, "Steps"), intro, selLine, noStepsNotice(b, t), chart,
     h("h2", null, "Device efficiency"),

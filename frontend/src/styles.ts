@@ -191,6 +191,8 @@ border-color:var(--accent);color:var(--sel-fg)}
 .eff-card .eff-na{font-weight:500;color:var(--muted)}
 .eff-card .eff-why{font-size:11.5px;overflow-wrap:anywhere}
 .eff-card .eff-delta{font-size:12px}
+.eff-card .eff-window{margin-top:6px}
+.eff-card .eff-notes{font-size:11.5px;margin:6px 0 0}
 table.steps-metrics tr.grp-row th{background:var(--panel);font-weight:600;text-align:left;font-size:12px;color:var(--muted)}
 table.steps-metrics tr.sub td.name{padding-left:24px}
 table.steps-metrics tr.within-noise td{color:var(--muted)}
