@@ -129,7 +129,8 @@ def table(rows: list) -> str:
         mem = f"{r.get('process_peak_rss_mb', '')} / {r.get('tree_peak_rss_mb', '')}"
         if r.get("workers_peak_rss_mb"):
             mem += f" (+ Dask workers {', '.join(map(str, r['workers_peak_rss_mb']))})"
-        same = "—" if r["phase"] == "cold" or not cold else ("yes" if r.get("sha256") == cold else "**no**")
+        same = ("—" if r["phase"] == "cold" or not cold else "n/a (another run)" if "clean" in r["phase"]
+                else "yes" if r.get("sha256") == cold else "**no**")
         if r.get("error"):
             out.append(f"| {r['phase']} | | error: {r['error']} |||||||||| ")
             continue

@@ -169,3 +169,12 @@ def test_flag_and_variable_choose_the_scheduler(monkeypatch):
     monkeypatch.setenv(dask_exec.ENV, "tcp://h:8786")
     assert dask_exec.scheduler_address("") == "tcp://h:8786"
     assert dask_exec.scheduler_address("tcp://flag:1") == "tcp://flag:1"
+
+
+def test_the_cli_option_reads_the_variable_when_absent(monkeypatch):
+    import argparse
+    p = argparse.ArgumentParser()
+    dask_exec.add_cli_option(p)
+    monkeypatch.setenv(dask_exec.ENV, "tcp://env:1")
+    assert dask_exec.scheduler_address(p.parse_args([]).dask_scheduler) == "tcp://env:1"
+    assert dask_exec.scheduler_address(p.parse_args(["--dask-scheduler", "tcp://cli:2"]).dask_scheduler) == "tcp://cli:2"

@@ -33,6 +33,16 @@ def scheduler_address(explicit: str | None = None) -> str | None:
     return addr or None
 
 
+def add_cli_option(parser) -> None:
+    """``--dask-scheduler ADDRESS`` on an argparse parser (``tb-compare cluster``); pass the value
+    to :func:`scheduler_address` (it falls back to ``$TB_COMPARE_DASK_SCHEDULER``)."""
+    parser.add_argument("--dask-scheduler", metavar="ADDRESS", default=None,
+                        help="run the per-rank work as Dask tasks on the scheduler at ADDRESS "
+                             "(tcp://HOST:8786; its workers must see the same files and have "
+                             f"tb-compare-plugin[dask] installed). Default: ${ENV}, else this "
+                             "machine's cores")
+
+
 def _client(address: str):
     try:
         import distributed
