@@ -144,6 +144,18 @@ def test_communication_matrix_db(results):
     _link_check(run, "cluster_communication_matrix.csv", rows, results)
 
 
+def test_link_pairs_are_the_total_rows(results):
+    """The heatmap's pairs take the profiler's allreduce-total rows (the reference's Total Op Info)."""
+    run = "alexnet_ddp_2rank_level1"
+    total = {(l["src_rank"], l["dst_rank"]): l for l in results[run]["links"]
+             if l["collective"] == "allreduce-total"}
+    pairs = results[run]["link_pairs"]
+    assert len(pairs) == 4
+    for p in pairs:
+        t = total[(p["src_rank"], p["dst_rank"])]
+        assert (p["transport"], p["size_mb"], p["time_ms"]) == (t["transport"], t["size_mb"], t["time_ms"])
+
+
 def test_two_ranks_name_no_slow_rank(results):
     # the reference's slow_rank: "No slow rank found" (two ranks are too few for a test)
     for run in RUNS:

@@ -69,3 +69,9 @@ def test_planted_slow_link_is_named(runs, n):
     s = d["slow_links"][0]
     assert s["transport"] == "HCCS" and s["ratio"] == pytest.approx(1 - CUT, rel=0.1)
     assert {(l["src_rank"], l["dst_rank"]) for l in d["links"] if l["slow"]} == {SLOW_LINK}
+    # the heatmap's pairs: one per (src, dst, transport), the planted one slow and slowest of HCCS
+    pairs = d["link_pairs"]
+    assert len({(p["src_rank"], p["dst_rank"], p["transport"]) for p in pairs}) == len(pairs)
+    assert [(p["src_rank"], p["dst_rank"]) for p in pairs if p["slow"]] == [SLOW_LINK]
+    hccs = [p for p in pairs if p["transport"] == "HCCS"]
+    assert min(hccs, key=lambda p: p["bandwidth_gbps"])["src_rank"] == SLOW_LINK[0]

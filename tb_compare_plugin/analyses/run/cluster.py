@@ -25,6 +25,7 @@ class ClusterResult:
     links: list                      # slow_link.rows(...)
     hints: list                      # strategy.hints(...), plain sentences
     slow_links: list = field(default_factory=list)    # slow links by (src, dst, transport)
+    link_pairs: list = field(default_factory=list)    # per (src, dst, transport), all steps
     collectives: list = field(default_factory=list)   # per collective per rank: wait/transmit
     warnings: list = field(default_factory=list)      # every rank's warnings, "FILE: ..."
     summary: dict = field(default_factory=dict)       # rank count, steps, slowest rank
@@ -38,7 +39,8 @@ class ClusterResult:
                 "links": self.links, "hints": self.hints,
                 "against": self.against.to_dict() if self.against is not None else None,
                 "diff": self.diff, "diff_summary": self.diff_summary,
-                "slow_links": self.slow_links, "collectives": self.collectives,
+                "slow_links": self.slow_links, "link_pairs": self.link_pairs,
+                "collectives": self.collectives,
                 "summary": self.summary, "warnings": self.warnings}
 
 
@@ -77,7 +79,8 @@ def _one(run: str, summaries: Sequence[RankSummary], options: Mapping) -> Cluste
     return ClusterResult(
         run=run, ranks=per_rank.rows(summaries, table), slow_ranks=slow,
         links=slow_link.rows(links), hints=strategy.hints(table, coll, slow, pairs),
-        slow_links=pairs, collectives=per_rank.collective_rows(coll), warnings=warnings,
+        slow_links=pairs, link_pairs=slow_link.pairs(links, pairs),
+        collectives=per_rank.collective_rows(coll), warnings=warnings,
         summary=per_rank.overview(summaries, table), table=table)
 
 

@@ -12,20 +12,14 @@ is seen on another rank (one rank, or files without collectives), the rank's own
 """
 from __future__ import annotations
 
-import math
 from typing import Sequence
 
 import numpy as np
 import pandas as pd
 
-from ...model.rank_summary import STEP_METRICS, RankSummary, stack
+from ...model.rank_summary import STEP_METRICS, RankSummary, records, stack
 
 ROW_KEYS = ("rank", "worker", "step") + tuple(f"{m}_ms" for m in STEP_METRICS)
-
-
-def _ms(ns) -> "float | None":
-    x = float(ns)
-    return None if math.isnan(x) else x / 1e6
 
 
 def all_collectives(summaries: Sequence[RankSummary]) -> pd.DataFrame:
@@ -65,28 +59,24 @@ def step_table(summaries: Sequence[RankSummary], coll: pd.DataFrame | None = Non
 
 def rows(summaries: Sequence[RankSummary], table: pd.DataFrame | None = None) -> list:
     table = step_table(summaries) if table is None else table
-    out = []
-    for rec in table.sort_values(["rank", "step"], kind="stable").itertuples(index=False):
-        row = {"rank": int(rec.rank), "worker": rec.worker, "step": int(rec.step)}
-        for m in STEP_METRICS:
-            row[f"{m}_ms"] = _ms(getattr(rec, m))
-        out.append(row)
-    return out
+    t = table.sort_values(["rank", "step"], kind="stable")
+    return records({"rank": t["rank"].to_numpy(), "worker": t["worker"].to_numpy(),
+                    "step": t["step"].to_numpy(),
+                    **{f"{m}_ms": t[m].to_numpy(float) / 1e6 for m in STEP_METRICS}})
 
 
 def collective_rows(coll: pd.DataFrame) -> list:
     """Per collective per rank: the profiler's own Communication Time Info (elapse, wait,
     transmit, synchronization, idle) and the cross-rank wait (``cluster_wait_ms``)."""
-    out = []
-    for rec in coll.sort_values(["step", "rank"], kind="stable").itertuples(index=False):
-        out.append({"rank": int(rec.rank), "step": int(rec.step), "collective": rec.name,
-                    "op_type": rec.op_type, "group": rec.group,
-                    "elapse_ms": _ms(rec.elapse), "wait_ms": _ms(rec.wait),
-                    "transmit_ms": _ms(rec.transmit),
-                    "synchronization_ms": _ms(rec.synchronization), "idle_ms": _ms(rec.idle),
-                    "cluster_wait_ms": _ms(rec.x_wait), "waited_for": bool(rec.last),
-                    "size_mb": None if math.isnan(rec.bytes) else rec.bytes / 1e6})
-    return out
+    c = coll.sort_values(["step", "rank"], kind="stable")
+    ms = {f"{k}_ms": c[k].to_numpy(float) / 1e6
+          for k in ("elapse", "wait", "transmit", "synchronization", "idle")}
+    return records({"rank": c["rank"].to_numpy(), "step": c["step"].to_numpy(),
+                    "collective": c["name"].to_numpy(), "op_type": c["op_type"].to_numpy(),
+                    "group": c["group"].to_numpy(), **ms,
+                    "cluster_wait_ms": c["x_wait"].to_numpy(float) / 1e6,
+                    "waited_for": c["last"].to_numpy(bool),
+                    "size_mb": c["bytes"].to_numpy(float) / 1e6})
 
 
 def overview(summaries: Sequence[RankSummary], table: pd.DataFrame) -> dict:

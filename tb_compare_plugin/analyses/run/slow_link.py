@@ -12,13 +12,12 @@ Bandwidth = size / time, GB/s = MB/ms as the profiler counts them (10**9 bytes p
 """
 from __future__ import annotations
 
-import math
 from typing import Sequence
 
 import numpy as np
 import pandas as pd
 
-from ...model.rank_summary import stack
+from ...model.rank_summary import records, stack
 
 RATIO = 0.5
 MIN_PEERS = 3
@@ -86,20 +85,15 @@ def flag(df: pd.DataFrame, ratio: float = RATIO) -> pd.DataFrame:
     return df
 
 
-def _num(x, scale=1.0):
-    x = float(x)
-    return None if math.isnan(x) else x * scale
-
-
 def rows(df: pd.DataFrame) -> list:
-    out = []
-    for r in df.itertuples(index=False):
-        out.append({"step": int(r.step), "collective": r.collective, "group": r.group,
-                    "src_rank": int(r.src_rank), "dst_rank": int(r.dst_rank),
-                    "transport": r.transport, "size_mb": _num(r.bytes, 1e-6),
-                    "time_ms": _num(r.time, 1e-6), "bandwidth_gbps": _num(r.bandwidth),
-                    "slow": bool(r.slow), "op_name": r.op_name})
-    return out
+    """The links in the JSON's units (MB, ms, GB/s)."""
+    return records({"step": df["step"].to_numpy(), "collective": df["collective"].to_numpy(),
+                    "group": df["group"].to_numpy(), "src_rank": df["src_rank"].to_numpy(),
+                    "dst_rank": df["dst_rank"].to_numpy(), "transport": df["transport"].to_numpy(),
+                    "size_mb": df["bytes"].to_numpy(float) * 1e-6,
+                    "time_ms": df["time"].to_numpy(float) * 1e-6,
+                    "bandwidth_gbps": df["bandwidth"].to_numpy(float),
+                    "slow": df["slow"].to_numpy(bool), "op_name": df["op_name"].to_numpy()})
 
 
 def slow_pairs(df: pd.DataFrame) -> list:
@@ -119,3 +113,27 @@ def slow_pairs(df: pd.DataFrame) -> list:
                               f"{total} collectives"})
     out.sort(key=lambda d: (d["ratio"] if d["ratio"] is not None else 1, d["src_rank"]))
     return out
+
+
+def pairs(df: pd.DataFrame, slow: list) -> list:
+    """One row per (src, dst, transport) over all steps and collectives: what a src x dst heatmap
+    shows.  Size and time are sums over the link's ``*-total`` rows where the profiler wrote
+    them (Ascend's matrix also lists top/middle/bottom operations, which would count bytes twice),
+    else over all its rows; bandwidth = size / time.  ``slow``: the pair is in ``slow``."""
+    if df.empty:
+        return []
+    total = df["collective"].str.endswith("-total")
+    has_total = total.groupby([df["src_rank"], df["dst_rank"], df["transport"]]).transform("any")
+    use = df[total | ~has_total]
+    g = use.groupby(["src_rank", "dst_rank", "transport"], sort=True).agg(
+        bytes=("bytes", "sum"), time=("time", "sum"), n=("bytes", "size")).reset_index()
+    with np.errstate(divide="ignore", invalid="ignore"):
+        bw = np.where(g["time"] > 0, g["bytes"] / g["time"], np.nan)
+    bad = {(d["src_rank"], d["dst_rank"], d["transport"]) for d in slow}
+    return records({"src_rank": g["src_rank"].to_numpy(), "dst_rank": g["dst_rank"].to_numpy(),
+                    "transport": g["transport"].to_numpy(),
+                    "size_mb": g["bytes"].to_numpy(float) * 1e-6,
+                    "time_ms": g["time"].to_numpy(float) * 1e-6, "bandwidth_gbps": bw,
+                    "rows": g["n"].to_numpy(),
+                    "slow": np.array([(int(a), int(b), t) in bad for a, b, t in
+                                      zip(g["src_rank"], g["dst_rank"], g["transport"])], bool)})
