@@ -193,7 +193,7 @@ def default_workers() -> int:
 def _run_local(specs, options, workers, progress) -> tuple[list, str]:
     from .parsepool import processes_enabled
     workers = workers or default_workers()
-    if not processes_enabled() or len(specs) == 1:
+    if not processes_enabled():
         out = []
         for i, s in enumerate(specs):
             out += dask_exec.summarise_chunk([s], options)
