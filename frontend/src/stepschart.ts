@@ -118,8 +118,9 @@ export function stepsChart(o: StepsChartOpts): HTMLElement {
     const b = o.base[i], t = o.target[i];
     const y0 = T + i * (rowH + rowGap);
     const bStep = b?.step ?? null, tStep = t?.step ?? null;
-    const on = (sel.base !== null || sel.target !== null) &&
-      (sel.base === null || sel.base === bStep) && (sel.target === null || sel.target === tStep);
+    // a bar is pressed when its side's picker holds its step; the row is marked when one of its bars is
+    const on = (bStep !== null && sel.base === bStep) || (tStep !== null && sel.target === tStep);
+    const both = sel.base === bStep && sel.target === tStep;
     const row = s("g", {class: "step-row" + (on ? " selected" : ""), "data-row": i});
     row.append(s("rect", {class: "row-bg", x: 2, y: y0 - rowGap / 2 + 1, width: W - 4, height: rowH + rowGap - 2, rx: 4}));
     row.append(s("text", {x: 8, y: y0 + rowH / 2 + 4, class: "row-label", "font-weight": on ? "700" : "500"}, rowLabel(b, t)));
@@ -131,10 +132,11 @@ export function stepsChart(o: StepsChartOpts): HTMLElement {
         row.append(s("text", {x: L + 4, y: y + barH / 2 + 4, class: "muted-text"}, `no ${SIDE_LABEL[side].toLowerCase()} step here`));
         continue;
       }
-      const label = describe(side, st) + (on ? ". Selected: activate to compare all steps again"
-                                              : ". Activate to compare only this step in every view");
+      const pressed = sel[side] === st.step;
+      const label = describe(side, st) + (both ? ". Selected: activate to compare all steps again"
+                                                : ". Activate to compare only this step in every view");
       const g = s("g", {class: `stepbar ${side}`, tabindex: "-1", role: "button", "aria-label": label,
-                        "aria-pressed": String(on), "data-side": side, "data-step": st.step, "data-index": i});
+                        "aria-pressed": String(pressed), "data-side": side, "data-step": st.step, "data-index": i});
       const dur = num(st.duration_ms);
       g.append(s("rect", {class: "hit", x: L - 2, y: y - 2, width: Math.max(sx(dur), 2) + 4, height: sideH + 4, rx: 3}));
       let x = L;
