@@ -17,9 +17,13 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .efficiency import EFFICIENCY, side_efficiency
+from .noise import DESCRIPTION as NOISE_TEST, within_noise
+from .step_breakdown import BREAKDOWN, breakdown, role_pieces, step_windows
+from .step_phases import PHASES, SUB_PHASES, phases
 
-BREAKDOWN = ("kernel", "memcpy", "memset", "communication", "runtime", "dataloader", "cpu_exec", "other")
-PHASES = ("iteration_gap", "fwd_bwd", "tail")
+# the leaf phases the "step-level differences" ranking walks (TEAM15.md); step_time, phases.tail
+# and breakdown.* overlap them and are shown, not ranked
+RANKED = ("phases.iteration_gap", "phases.fwd_bwd", "phases.tail_compute", "phases.tail_communication")
 
 NS_PER_MS = 1e6
 
@@ -108,28 +112,51 @@ class StepsComparison:
         return {"baseline": self.baseline.to_dict(), "target": self.target.to_dict(),
                 "metrics": [m.to_dict() for m in self.metrics], "noise_test": self.noise_test}
 
+    def metric(self, name: str) -> MetricDiff | None:
+        return next((m for m in self.metrics if m.name == name), None)
 
-def side_steps(profile) -> SideSteps:
-    """Every step of ``profile`` (skeleton: step windows only; the breakdown and phases follow)."""
-    st = profile.tables["steps"]
-    rows = [StepRow(int(s), int(a), int(b) - int(a), {k: 0 for k in BREAKDOWN}, {k: 0 for k in PHASES})
-            for s, a, b in zip(st["step"], st["start_ns"], st["end_ns"])]
-    return SideSteps(rows, side_efficiency(profile))
+    def top_differences(self, n: int | None = None) -> list:
+        """The leaf phase metrics (``RANKED``) by |diff_ms|, largest first, skipping those within
+        noise (``within_noise`` True) and those without a difference; at most ``n``."""
+        cands = [m for m in self.metrics if m.name in RANKED and m.diff_ms is not None
+                 and m.within_noise is not True and m.diff_ms != 0]
+        cands.sort(key=lambda m: (-abs(m.diff_ms), RANKED.index(m.name)))
+        return cands if n is None else cands[:n]
+
+
+def side_steps(profile, ttp_compat: bool = False) -> SideSteps:
+    """Every step of ``profile``: its window, breakdown and phases (ns), and the side's efficiency.
+    ``ttp_compat``: the breakdown as torch-tb-profiler 0.4.3 makes it, bugs included (tests)."""
+    win = step_windows(profile, ttp_compat)
+    notes = list(win.notes)
+    roles = role_pieces(profile, ttp_compat)
+    parts = breakdown(roles, win)
+    ph = phases(profile, roles, win, notes)
+    rows = []
+    for j, sid in enumerate(win.steps):
+        rows.append(StepRow(int(sid), int(win.start[j]), int(win.end[j] - win.start[j]),
+                            {k: int(parts[k][j]) for k in BREAKDOWN},
+                            {k: int(ph[k][j]) for k in PHASES + SUB_PHASES}))
+    return SideSteps(rows, side_efficiency(profile), notes)
 
 
 def _metric(name: str, b_ns, t_ns) -> MetricDiff:
     b, t = stat_of(b_ns), stat_of(t_ns)
     diff = None if b.mean_ms is None or t.mean_ms is None else round(t.mean_ms - b.mean_ms, 6)
     ratio = (round(t.mean_ms / b.mean_ms, 6) if diff is not None and b.mean_ms else None)
-    return MetricDiff(name, b, t, diff, ratio, None)
+    verdict, p = within_noise(np.asarray(b_ns, np.float64) / NS_PER_MS, np.asarray(t_ns, np.float64) / NS_PER_MS)
+    return MetricDiff(name, b, t, diff, ratio, verdict, None if p is None else round(p, 6))
+
+
+METRIC_KEYS = (("phases", PHASES + SUB_PHASES), ("breakdown", BREAKDOWN))
 
 
 def compare_steps(base, target, options=None) -> StepsComparison:
     """Both sides' steps and, per metric, the across-step statistics and the noise verdict."""
     b, t = side_steps(base), side_steps(target)
     metrics = [_metric("step_time", [s.duration_ns for s in b.steps], [s.duration_ns for s in t.steps])]
-    for group, keys in (("phases", PHASES), ("breakdown", BREAKDOWN)):
+    for group, keys in METRIC_KEYS:
         for k in keys:
             metrics.append(_metric(f"{group}.{k}", [getattr(s, f"{group}_ns").get(k, 0) for s in b.steps],
                                    [getattr(s, f"{group}_ns").get(k, 0) for s in t.steps]))
-    return StepsComparison(b, t, metrics, "not decided yet")
+    return StepsComparison(b, t, metrics, NOISE_TEST)

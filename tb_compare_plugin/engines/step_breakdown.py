@@ -1,0 +1,244 @@
+"""Per-step windows and the step-time breakdown of one profile (Kernel, Memcpy, Memset,
+Communication, Runtime, DataLoader, CPU Exec, Other), by the PyTorch Profiler plugin's rule.
+
+The plugin's rule (torch-tb-profiler 0.4.3, ``event_parser.StepParser`` and
+``overall_parser.OverallParser``; docs/steps.md):
+
+* **step windows**: each ``ProfilerStep#N`` host range, widened to the device: a step ends at
+  the later of its host end and the end of the last device activity launched (by a launch op
+  lying wholly inside the host range) during it; a step starts at the later of its host start
+  and the previous step's end (the first step: the later of its host start and the end of the
+  device work launched before any step that finished before the first step's device work).
+  Trailing steps that launched nothing are dropped, and so is the last one when it launched
+  fewer than 80% of the device activities of the one before (the profiler may have cut its
+  kernels off); ``notes`` says so.
+* **priority**: inside the steps, each time point is given to the first role active there, in
+  the order Kernel, Memcpy, Memset, Communication, Runtime, DataLoader, CPU Exec; the rest is
+  Other.  So the eight parts add up to the step's wall time exactly.
+
+Roles come from the model's columns (never the format): device rows by ``kernels.kind``
+(communication kernels and HCCL device tasks -> Communication), host rows by ``ops.cat`` and
+name (runtime / CANN launch categories -> Runtime; ``enumerate(DataLoader)#...__next__`` and
+``enumerate(DataPipe)#...`` -> DataLoader; collective host ops -> Communication; other host
+operators -> CPU Exec), plus the collectives of ``comm_ops``.  Interval work is numpy
+(model.intervals); the only Python loops run over steps.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..model import KIND_COMM, KIND_COMPUTE, KIND_MEMCPY, KIND_MEMSET, KIND_OTHER
+from ..model.intervals import intersect, subtract, union
+from .kernel_classes import text_flags
+
+ROLES = ("kernel", "memcpy", "memset", "communication", "runtime", "dataloader", "cpu_exec")
+BREAKDOWN = ROLES + ("other",)
+
+# host categories: launch APIs (CUDA/HIP/other runtimes; Ascend's task queue, CANN/ACL APIs)
+RUNTIME_CATS = frozenset({"runtime", "cuda_runtime", "cuda_driver", "hip_runtime", "mtia_runtime",
+                          "glow_runtime", "xpu_runtime", "privateuse1_runtime", "enqueue", "dequeue",
+                          "cann_api", "acl", "acl_api", "runtime_api"})
+CPU_CATS = frozenset({"cpu_op", "operator", "user_annotation", "python"})
+COMM_OP_NAMES = frozenset(f"{lib}:{op}" for lib in ("nccl", "gloo")
+                          for op in ("broadcast", "reduce", "all_reduce", "all_gather", "reduce_scatter"))
+# device task types of an Ascend kernel row that are collective-communication work
+COMM_TASK_MARKS = ("hccl", "notify", "write value", "rdma", "reduce_tbe", "memcpy_async_hccl")
+
+
+def is_dataloader_name(s: str) -> bool:
+    """``s`` lower-cased: the plugin's DataLoader rule."""
+    return (s.startswith("enumerate(dataloader)#") and s.endswith(".__next__")) or \
+        s.startswith("enumerate(datapipe)#")
+
+
+@dataclass
+class StepWindows:
+    """The steps kept, their windows (ns) and per step the device activity it launched."""
+    steps: np.ndarray                       # step ids
+    start: np.ndarray
+    end: np.ndarray
+    host_start: np.ndarray
+    host_end: np.ndarray
+    launched: np.ndarray                    # device rows launched inside the host step
+    notes: list = field(default_factory=list)
+
+
+@dataclass
+class Roles:
+    """Per role the sorted disjoint union of its intervals (ns), and helper masks."""
+    pieces: dict                            # role -> (start, end)
+    device_rows: dict                       # "compute"/"memcpy"/"memset"/"comm" -> kernel rows
+
+
+def _cats(profile, predicate) -> np.ndarray:
+    return text_flags(profile.symbols, profile.ops["cat"].to_numpy(), predicate)
+
+
+def host_roles(profile, compat: bool = False) -> dict:
+    """Boolean masks over ops: runtime, dataloader, communication, cpu_exec, step markers.
+
+    ``compat``: the event selection of torch-tb-profiler 0.4.3 (docs/steps.md): only the category
+    ``runtime`` is a runtime (it drops ``cuda_runtime``/``cuda_driver``), and a ``user_annotation``
+    is read only when it is a step marker or a collective (so neither DataLoader nor CPU Exec)."""
+    ops, sym = profile.ops, profile.symbols
+    names = ops["name"].to_numpy()
+    step = text_flags(sym, names, lambda s: s.startswith("profilerstep#"))
+    comm_name = text_flags(sym, names, lambda s: s in COMM_OP_NAMES)
+    if compat:
+        runtime = _cats(profile, lambda c: c == "runtime")
+        cpu = _cats(profile, lambda c: c in ("cpu_op", "operator", "python"))
+        comm = (cpu | _cats(profile, lambda c: c == "user_annotation")) & comm_name
+    else:
+        runtime = _cats(profile, lambda c: c in RUNTIME_CATS)
+        cpu = _cats(profile, lambda c: c in CPU_CATS)
+        comm = cpu & comm_name
+    loader = cpu & text_flags(sym, names, is_dataloader_name)
+    cpu_exec = cpu & ~step & ~loader & ~comm
+    return {"runtime": runtime & ~step, "dataloader": loader, "communication": comm,
+            "cpu_exec": cpu_exec, "step": step}
+
+
+def device_kinds(profile, compat: bool = False, hosts: dict | None = None) -> dict:
+    """Kernel rows by role: compute, memcpy, memset, comm (HCCL/NCCL device work).
+
+    ``compat``: as torch-tb-profiler 0.4.3, a kernel is communication only when launched inside
+    a host op named ``nccl:<collective>`` / ``gloo:<collective>`` (it carries that op's external id), not by being
+    an NCCL kernel."""
+    k, sym = profile.kernels, profile.symbols
+    kind = k["kind"].to_numpy()
+    if compat:
+        hosts = host_roles(profile, True) if hosts is None else hosts
+        ops = profile.ops
+        ext = ops["corr"].to_numpy()
+        comm_ext = np.unique(ext[hosts["communication"] & (ext >= 0)])
+        lo = k["launch_op"].to_numpy()
+        kext = np.where(lo >= 0, ext[np.clip(lo, 0, max(len(ext) - 1, 0))] if len(ext) else -1, -1)
+        under = (kext >= 0) & np.isin(kext, comm_ext)
+        kern = (kind == KIND_COMPUTE) | (kind == KIND_COMM)
+        return {"compute": np.flatnonzero(kern & ~under), "memcpy": np.flatnonzero(kind == KIND_MEMCPY),
+                "memset": np.flatnonzero(kind == KIND_MEMSET), "comm": np.flatnonzero(kern & under)}
+    tt = k["task_type"].to_numpy()
+    ac = k["accel_core"].to_numpy()
+    commish = (text_flags(sym, tt, lambda s: any(m in s for m in COMM_TASK_MARKS))
+               | text_flags(sym, ac, lambda s: s == "hccl"))
+    comm = (kind == KIND_COMM) | ((kind == KIND_OTHER) & commish)
+    return {"compute": np.flatnonzero(kind == KIND_COMPUTE), "memcpy": np.flatnonzero(kind == KIND_MEMCPY),
+            "memset": np.flatnonzero(kind == KIND_MEMSET), "comm": np.flatnonzero(comm)}
+
+
+def role_pieces(profile, compat: bool = False) -> Roles:
+    hosts = host_roles(profile, compat)
+    dev = device_kinds(profile, compat, hosts)
+    k, ops, co = profile.kernels, profile.ops, profile.comm_ops
+    if compat:
+        co = co.iloc[:0]
+    ks, ke = k["start_ns"].to_numpy(), (k["start_ns"] + k["dur_ns"]).to_numpy()
+    os_, oe = ops["start_ns"].to_numpy(), (ops["start_ns"] + ops["dur_ns"]).to_numpy()
+    cs, ce = co["start_ns"].to_numpy(), (co["start_ns"] + co["dur_ns"]).to_numpy()
+    # comm_ops rows that are kernels already (GPU) add nothing; NPU collectives add their span
+    comm_s = np.concatenate([ks[dev["comm"]], os_[hosts["communication"]], cs])
+    comm_e = np.concatenate([ke[dev["comm"]], oe[hosts["communication"]], ce])
+    src = {"kernel": (ks[dev["compute"]], ke[dev["compute"]]),
+           "memcpy": (ks[dev["memcpy"]], ke[dev["memcpy"]]),
+           "memset": (ks[dev["memset"]], ke[dev["memset"]]),
+           "communication": (comm_s, comm_e),
+           "runtime": (os_[hosts["runtime"]], oe[hosts["runtime"]]),
+           "dataloader": (os_[hosts["dataloader"]], oe[hosts["dataloader"]]),
+           "cpu_exec": (os_[hosts["cpu_exec"]], oe[hosts["cpu_exec"]])}
+    return Roles({r: union(np.asarray(a, np.int64), np.asarray(b, np.int64)) for r, (a, b) in src.items()},
+                 dev)
+
+
+def step_windows(profile, compat: bool = False) -> StepWindows:
+    """The plugin's device-aware step windows (see the module docstring).  ``compat``: only
+    launches from ``runtime``-category ops count (0.4.3 drops ``cuda_runtime``, so on current
+    traces its steps stay host ranges)."""
+    st = profile.steps
+    notes: list = []
+    if not len(st):
+        z = np.zeros(0, np.int64)
+        return StepWindows(z, z, z, z, z, z, notes)
+    st = st.sort_values("start_ns", kind="stable")
+    sid, hs, he = (st[c].to_numpy(np.int64) for c in ("step", "start_ns", "end_ns"))
+    n = len(sid)
+    k, ops = profile.kernels, profile.ops
+    ks, ke = k["start_ns"].to_numpy(), (k["start_ns"] + k["dur_ns"]).to_numpy()
+    lo = k["launch_op"].to_numpy()
+    linked = np.flatnonzero((lo >= 0) & (lo < len(ops)))
+    if compat:
+        linked = linked[host_roles(profile, True)["runtime"][lo[linked]]]
+    os_ = ops["start_ns"].to_numpy()[lo[linked]]
+    oe = os_ + ops["dur_ns"].to_numpy()[lo[linked]]
+    i = np.searchsorted(hs, os_, "right") - 1
+    ok = (i >= 0)
+    ok[ok] &= oe[ok] <= he[i[ok]]
+    rows, si = linked[ok], i[ok]
+    dmin = np.full(n, np.iinfo(np.int64).max, np.int64)
+    dmax = np.full(n, np.iinfo(np.int64).min, np.int64)
+    np.minimum.at(dmin, si, ks[rows])
+    np.maximum.at(dmax, si, ke[rows])
+    launched = np.bincount(si, minlength=n).astype(np.int64)
+    start, end = hs.copy(), he.copy()
+    if len(rows):
+        prev_end = int(hs[0])
+        if launched[0]:
+            unmatched = np.ones(len(k), bool)
+            unmatched[rows] = False
+            before = unmatched & (ke < dmin[0])
+            if before.any():
+                prev_end = max(prev_end, int(ke[before].max()))
+        for j in range(n):
+            s = max(prev_end, int(hs[j]))
+            e = int(he[j]) if not launched[j] else max(int(he[j]), int(dmax[j]))
+            e = max(e, s)
+            start[j], end[j] = s, e
+            prev_end = e
+        if n > 1:
+            last = np.flatnonzero(launched > 0)
+            if len(last):
+                keep = int(last[-1]) + 1
+                if keep > 1 and launched[keep - 2] * 0.8 > launched[keep - 1]:
+                    keep -= 1
+                if keep < n:
+                    dropped = ", ".join(str(int(x)) for x in sid[keep:])
+                    notes.append(f"step(s) {dropped} left out: they launched no device work, or fewer than 80% "
+                                 "of the previous step's, so the capture probably cut them short "
+                                 "(the PyTorch Profiler plugin's rule)")
+                    sl = slice(0, keep)
+                    sid, start, end, hs, he, launched = sid[sl], start[sl], end[sl], hs[sl], he[sl], launched[sl]
+    return StepWindows(sid, start, end, hs, he, launched, notes)
+
+
+def prefix_length(s: np.ndarray, e: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """For sorted disjoint pieces (s, e): total length of the pieces below each time in ``t``."""
+    t = np.asarray(t, np.int64)
+    if not len(s):
+        return np.zeros(len(t), np.int64)
+    cum = np.concatenate([[0], np.cumsum(e - s)])
+    j = np.searchsorted(s, t, "right")            # pieces starting at or before t
+    jm = np.maximum(j - 1, 0)
+    inside = np.where(j > 0, np.clip(t - s[jm], 0, e[jm] - s[jm]), 0)
+    return cum[jm] * (j > 0) + inside
+
+
+def window_lengths(s: np.ndarray, e: np.ndarray, ws: np.ndarray, we: np.ndarray) -> np.ndarray:
+    """Length of the sorted disjoint pieces inside each window [ws, we)."""
+    return prefix_length(s, e, we) - prefix_length(s, e, ws)
+
+
+def breakdown(roles: Roles, win: StepWindows) -> dict:
+    """role -> int64 ns per step (aligned with ``win.steps``); the parts add up to each window."""
+    n = len(win.steps)
+    out = {}
+    if not n:
+        return {r: np.zeros(0, np.int64) for r in BREAKDOWN}
+    slots = union(win.start, win.end)
+    for r in ROLES:
+        ps, pe = roles.pieces[r]
+        got = intersect(ps, pe, *slots)
+        out[r] = window_lengths(*got, win.start, win.end)
+        slots = subtract(*slots, *got, b_inside_a=True)
+    out["other"] = window_lengths(*slots, win.start, win.end)
+    return out
