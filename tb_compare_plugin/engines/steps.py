@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from . import step_trace
 from .efficiency import EFFICIENCY, side_efficiency
 from .noise import DESCRIPTION as NOISE_TEST, within_noise
 from .step_breakdown import BREAKDOWN, breakdown, role_pieces, step_windows
@@ -40,13 +41,19 @@ class StepRow:
     duration_ns: int
     breakdown_ns: dict = field(default_factory=dict)     # BREAKDOWN key -> ns
     phases_ns: dict = field(default_factory=dict)        # PHASES key (and extra sub-phases) -> ns
+    # Ascend step trace columns (model STEP_TRACE_COLUMNS) -> ns or None, and where they come
+    # from: "file" (step_trace_time.csv / analysis.db) or "events" (recomputed, engines.step_trace)
+    step_trace_ns: dict = field(default_factory=dict)
+    step_trace_source: str | None = None
 
     def to_dict(self, origin_ns: int) -> dict:
         return {"step": int(self.step),
                 "start_ms": _ms(self.start_ns - origin_ns),
                 "duration_ms": _ms(self.duration_ns),
                 "breakdown_ms": {k: _ms(v) for k, v in self.breakdown_ns.items()},
-                "phases_ms": {k: _ms(v) for k, v in self.phases_ns.items()}}
+                "phases_ms": {k: _ms(v) for k, v in self.phases_ns.items()},
+                "step_trace_ms": {k: None if v is None else _ms(v) for k, v in self.step_trace_ns.items()},
+                "step_trace_source": self.step_trace_source}
 
 
 @dataclass
@@ -132,11 +139,16 @@ def side_steps(profile, ttp_compat: bool = False) -> SideSteps:
     roles = role_pieces(profile, ttp_compat)
     parts = breakdown(roles, win)
     ph = phases(profile, roles, win, notes)
+    filed = step_trace.from_file(profile)
+    computed, _ = step_trace.from_events(profile, roles)
     rows = []
     for j, sid in enumerate(win.steps):
-        rows.append(StepRow(int(sid), int(win.start[j]), int(win.end[j] - win.start[j]),
+        sid = int(sid)
+        trace, src = (filed[sid], "file") if sid in filed else (computed.get(sid), "events")
+        rows.append(StepRow(sid, int(win.start[j]), int(win.end[j] - win.start[j]),
                             {k: int(parts[k][j]) for k in BREAKDOWN},
-                            {k: int(ph[k][j]) for k in PHASES + SUB_PHASES}))
+                            {k: int(ph[k][j]) for k in PHASES + SUB_PHASES},
+                            dict(trace or {}), src if trace else None))
     return SideSteps(rows, side_efficiency(profile), notes)
 
 

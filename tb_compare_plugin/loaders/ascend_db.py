@@ -25,6 +25,7 @@ import pandas as pd
 from ..model import (Profile, ProfileMeta, SymbolTable, make_table, KIND_COMPUTE, KIND_MEMCPY,
                      KIND_COMM, KIND_OTHER, OVERLAP_KINDS)
 from ..model.intervals import nest
+from . import ascend_step_trace
 from .errors import LoadError
 
 DB_PREFIXES = ("ascend_pytorch_profiler", "ascend_mindspore_profiler", "msmonitor")
@@ -625,6 +626,10 @@ class _Reader:
             m.pg_names = {str(k): str(v["group_name"]) for k, v in meta_json["parallel_group_info"].items()
                           if isinstance(v, dict) and v.get("group_name")}
         self._bandwidth(out / "analysis.db")
+        if (out / "analysis.db").is_file():
+            st = ascend_step_trace.from_analysis_db(str(out / "analysis.db"), m)
+            if st is not None:
+                self.t["step_trace"] = st
 
     def _neighbours(self, out: Path) -> None:
         """Warn when the output folder holds other exports this load ignores (mixed captures)."""

@@ -18,7 +18,7 @@ import pandas as pd
 
 from ..model import KIND_COMPUTE, OVERLAP_KINDS, Profile, ProfileMeta, SymbolTable, make_table
 from ..model.intervals import nest
-from . import ascend_csv as sidefiles
+from . import ascend_csv as sidefiles, ascend_step_trace
 from .ascend_columns import equals, intern as _intern, ints as _ints, objects, per_distinct
 from .ascend_trace import TRACE, Trace, parse_trace
 from .errors import LoadError
@@ -381,5 +381,9 @@ def load(root: str, framework: str = "PyTorch", progress=None) -> Profile:
         if os.path.isfile(p):
             meta.bandwidth = sidefiles.bandwidth_summary(sidefiles.read_json(p))
             meta.files.append(p)
+        p = ascend_step_trace.find_csv(out_dir)
+        st = ascend_step_trace.from_csv(p, meta) if p else None
+        if st is not None:
+            tables["step_trace"] = st
     tick(1.0)
     return Profile(symbols=sym, meta=meta, tables=tables)

@@ -27,6 +27,10 @@ from .symbols import SymbolTable
 
 I8, I16, I32, I64, F64, B = "int8", "int16", "int32", "int64", "float64", "bool"
 
+# step_trace columns (Ascend step_trace_time.csv headers, snake_cased), each as <name>_ns
+STEP_TRACE_COLUMNS = ("computing", "communication_not_overlapped", "overlapped", "communication", "free",
+                      "stage", "bubble", "communication_not_overlapped_and_exclude_receive", "preparing")
+
 # kernels.kind
 KIND_COMPUTE, KIND_MEMCPY, KIND_MEMSET, KIND_COMM, KIND_OTHER = 0, 1, 2, 3, 4
 # overlap.kind (Ascend "Overlap Analysis" thread names)
@@ -104,6 +108,9 @@ SCHEMAS: dict[str, dict[str, str]] = {
     "steps": {"step": I64, "start_ns": I64, "end_ns": I64},
     # Ascend Overlap Analysis intervals.
     "overlap": {"kind": I8, "start_ns": I64, "dur_ns": I64},
+    # The profiler's own per-step trace (Ascend step_trace_time.csv, analysis.db StepTraceTime):
+    # one row per step, ns (the file's µs x 1000), NaN where the file's cell is empty or bad.
+    "step_trace": {"step": I64, **{f"{c}_ns": F64 for c in STEP_TRACE_COLUMNS}},
 }
 
 _MISSING = {I8: -1, I16: -1, I32: 0, I64: -1, F64: np.nan, B: False}
