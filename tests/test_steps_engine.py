@@ -26,6 +26,7 @@ from tb_compare_plugin.loaders import load
 
 GOLDEN_DIR = ROOT / "tests" / "golden" / "ttp"
 GOLDENS = sorted(GOLDEN_DIR.glob("*.json"))
+PATCHED = sorted((GOLDEN_DIR / "patched").glob("*.json"))
 REL_TOL, ABS_TOL_US = 0.01, 10.0
 
 
@@ -129,6 +130,25 @@ def test_default_mode_equals_the_plugin_where_it_reads_the_trace_right(gpath, pa
         assert row.duration_ns / 1000 == pytest.approx(gs["duration_us"], abs=1)
         for part in BREAKDOWN:
             assert _close(gs["breakdown_us"][part], row.breakdown_ns[part] / 1000), (gs["name"], part)
+
+
+@pytest.mark.parametrize("gpath", PATCHED, ids=[p.stem for p in PATCHED])
+def test_default_mode_equals_the_plugin_with_its_bugs_fixed(gpath, parsed):
+    """tests/golden/ttp/patched: 0.4.3 with B1-B4 fixed (s1's oracle for modern traces): the same
+    steps (tail trim included), windows and eight parts within 1% or 10 µs, on every trace."""
+    g, path = _golden(gpath)
+    side = side_steps(parsed(path))
+    assert [str(r.step) for r in side.steps] == [s["name"] for s in g["overview"]["steps"]]
+    bad = []
+    for gs, row in zip(g["overview"]["steps"], side.steps):
+        if not _close(gs["window_us"][0], row.start_ns / 1000) or not _close(gs["duration_us"], row.duration_ns / 1000):
+            bad.append((gs["name"], "window", gs["window_us"], gs["duration_us"], row.start_ns / 1000,
+                        row.duration_ns / 1000))
+        for part in BREAKDOWN:
+            a, b = gs["breakdown_us"][part], row.breakdown_ns[part] / 1000
+            if not _close(a, b):
+                bad.append((gs["name"], part, a, b))
+    assert not bad, bad
 
 
 def _deviations() -> dict:

@@ -19,7 +19,7 @@ The plugin's rule (torch-tb-profiler 0.4.3, ``event_parser.StepParser`` and
 Roles come from the model's columns (never the format): device rows by ``kernels.kind``
 (communication kernels and HCCL device tasks -> Communication), host rows by ``ops.cat`` and
 name (runtime / CANN launch categories -> Runtime; ``enumerate(DataLoader)#...__next__`` and
-``enumerate(DataPipe)#...`` -> DataLoader; collective host ops -> Communication; other host
+``enumerate(DataPipe)#...`` -> DataLoader; ``nccl:*`` / ``gloo:*`` host ops -> Communication; other host
 operators -> CPU Exec), plus the collectives of ``comm_ops``.  Interval work is numpy
 (model.intervals); the only Python loops run over steps.
 """
@@ -41,6 +41,9 @@ RUNTIME_CATS = frozenset({"runtime", "cuda_runtime", "cuda_driver", "hip_runtime
                           "glow_runtime", "xpu_runtime", "privateuse1_runtime", "enqueue", "dequeue",
                           "cann_api", "acl", "acl_api", "runtime_api"})
 CPU_CATS = frozenset({"cpu_op", "operator", "user_annotation", "python"})
+# host ops that are collectives / point-to-point transfers (our rule: every nccl:/gloo: op, e.g.
+# nccl:all_to_all, nccl:send; 0.4.3 knows only the ten names of COMM_OP_NAMES)
+COMM_OP_PREFIXES = ("nccl:", "gloo:")
 COMM_OP_NAMES = frozenset(f"{lib}:{op}" for lib in ("nccl", "gloo")
                           for op in ("broadcast", "reduce", "all_reduce", "all_gather", "reduce_scatter"))
 # device task types of an Ascend kernel row that are collective-communication work
@@ -85,12 +88,13 @@ def host_roles(profile, compat: bool = False) -> dict:
     ops, sym = profile.ops, profile.symbols
     names = ops["name"].to_numpy()
     step = text_flags(sym, names, lambda s: s.startswith("profilerstep#"))
-    comm_name = text_flags(sym, names, lambda s: s in COMM_OP_NAMES)
     if compat:
+        comm_name = text_flags(sym, names, lambda s: s in COMM_OP_NAMES)
         runtime = _cats(profile, lambda c: c == "runtime")
         cpu = _cats(profile, lambda c: c in ("cpu_op", "operator", "python"))
         comm = (cpu | _cats(profile, lambda c: c == "user_annotation")) & comm_name
     else:
+        comm_name = text_flags(sym, names, lambda s: s.startswith(COMM_OP_PREFIXES))
         runtime = _cats(profile, lambda c: c in RUNTIME_CATS)
         cpu = _cats(profile, lambda c: c in CPU_CATS)
         comm = cpu & comm_name
