@@ -185,7 +185,7 @@ def steps_table(steps: dict, wide: bool = False, color: bool = False) -> str:
         name_w = min(name_w, 26)
     bw = max([len("Baseline")] + [len(c[1]) for c in cells]) + 1
     tw = max([len("Target")] + [len(c[2]) for c in cells]) + 1
-    dw = max([len("Diff")] + [len(c[3]) for c in cells]) + 2
+    dw = max([len("Diff")] + [len(c[3]) for c in cells]) + 1
     rw = max([len("Ratio")] + [len(c[4]) for c in cells]) + 1
     head = f"{'Metric':<{name_w}}{'Baseline':>{bw}}{'Target':>{tw}}{'Diff':>{dw}}{'Ratio':>{rw}}  "
     lines += [head, "-" * len(head)]
