@@ -75,6 +75,20 @@ def read_step_times(db: str) -> tuple[dict, list]:
         con.close()
 
 
+def read_step_trace_table(path: str, warnings: list) -> dict:
+    """analysis.db's StepTraceTime as step_trace_csv columns (ns), read by the step engine's
+    reader (loaders/ascend_step_trace.from_analysis_db: one parser of that table)."""
+    from types import SimpleNamespace
+    from .ascend_step_trace import from_analysis_db
+    sink = SimpleNamespace(warnings=warnings, files=[])
+    table = from_analysis_db(path, sink)
+    if table is None:
+        warnings.append(f"{path}: no StepTraceTime table (no per-step breakdown)")
+        return {"step": [], **{c: [] for c in STEP_COLUMNS.values()}}
+    return {"step": table["step"].tolist(),
+            **{c: table[f"{c}_ns"].tolist() for c in STEP_COLUMNS.values()}}
+
+
 def read_analysis(path: str) -> tuple[dict, list]:
     """``{"steps": columns as step_trace_csv.read_step_trace, "collectives": ..., "links": ...}``
     from ``analysis.db``; a table that is absent gives empty columns and a warning."""
@@ -82,24 +96,7 @@ def read_analysis(path: str) -> tuple[dict, list]:
     con = _connect(Path(path))
     try:
         tables = _tables(con)
-        steps = {"step": [], **{c: [] for c in STEP_COLUMNS.values()}}
-        if "StepTraceTime" in tables:
-            cols = tables["StepTraceTime"]
-            want = [c for c in STEP_COLUMNS.values() if c in cols]
-            missing = [c for c in STEP_COLUMNS.values() if c not in cols]
-            if missing:
-                warnings.append(f"{path}: StepTraceTime has no {', '.join(missing)} (left empty)")
-            bad: dict = {}
-            q = ", ".join(['"step"'] + [f'"{c}"' for c in want])
-            for row in con.execute(f"select {q} from StepTraceTime"):
-                steps["step"].append(_step(row[0]))
-                vals = dict(zip(want, row[1:]))
-                for c in STEP_COLUMNS.values():
-                    steps[c].append(_f(vals[c], 1e3, bad, c) if c in vals else math.nan)
-            _report(path, "StepTraceTime", bad, warnings)
-        else:
-            warnings.append(f"{path}: no StepTraceTime table (no per-step breakdown)")
-
+        steps = read_step_trace_table(path, warnings)
         coll = {c: [] for c in COLLECTIVE_COLUMNS}
         if "CommAnalyzerTime" in tables:
             bytes_of: dict = {}
