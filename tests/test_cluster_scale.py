@@ -130,21 +130,33 @@ def test_a_changed_rank_is_summarised_again(run_dir, local_json, tmp_path):
     assert canon(got) != canon(dict(local_json, run="run"))
 
 
-def test_a_broken_rank_is_named_and_the_others_analysed(run_dir, tmp_path):
-    """Choice (docs/scale.md): a rank that cannot be summarised is left out, named in "errors"
-    (run, worker, rank, path, one-line error) and in "warnings"; the rest are analysed.  Only a
-    run where no rank can be summarised fails, with one line."""
-    work = tmp_path / "broken"
+@pytest.fixture(scope="module")
+def broken_run(run_dir, tmp_path_factory):
+    """The generated run with rank 3's trace gone (discovery's error) and a truncated GPU trace
+    as a ninth worker (an error while summarising it)."""
+    work = tmp_path_factory.mktemp("broken") / "broken"
     shutil.copytree(run_dir, work)
     os.unlink(work / "rank3_ascend_pt" / "ASCEND_PROFILER_OUTPUT" / "trace_view.json")
     (work / "rank9.pt.trace.json").write_text('{"traceEvents": [{"ph": "X", "ts": 1, "dur": ', encoding="utf-8")
-    got = svc.cluster_json(str(work), cache=None)
+    return str(work)
+
+
+def test_a_broken_rank_is_named_and_the_others_analysed(broken_run):
+    """Choice (docs/scale.md): a rank that cannot be summarised is left out, named in "errors"
+    (run, worker, rank, path, one-line error) and in "warnings"; the rest are analysed.  Only a
+    run where no rank can be summarised fails, with one line."""
+    got = svc.cluster_json(broken_run, cache=None)
     errs = {e["worker"]: e for e in got["errors"]}
     assert set(errs) == {"rank3_ascend_pt", "rank9"}
     assert errs["rank3_ascend_pt"]["rank"] == 3 and "trace_view.json" in errs["rank3_ascend_pt"]["error"]
     assert "rank9.pt.trace.json" in errs["rank9"]["error"] and "\n" not in errs["rank9"]["error"]
     assert sorted({r["rank"] for r in got["ranks"]}) == [0, 1, 2, 4, 5, 6, 7]
     assert any("rank3_ascend_pt" in w and "left out" in w for w in got["warnings"])
+
+
+def test_broken_ranks_on_dask_are_reported_alike(broken_run, dask_address):
+    assert canon(svc.cluster_json(broken_run, cache=None, scheduler=dask_address)) == \
+        canon(svc.cluster_json(broken_run, cache=None))
 
 
 def test_a_run_with_no_usable_rank_is_one_line(tmp_path):
@@ -178,3 +190,27 @@ def test_the_cli_option_reads_the_variable_when_absent(monkeypatch):
     monkeypatch.setenv(dask_exec.ENV, "tcp://env:1")
     assert dask_exec.scheduler_address(p.parse_args([]).dask_scheduler) == "tcp://env:1"
     assert dask_exec.scheduler_address(p.parse_args(["--dask-scheduler", "tcp://cli:2"]).dask_scheduler) == "tcp://cli:2"
+
+
+def test_the_plugin_flag_is_defined():
+    import argparse
+    from tb_compare_plugin.loader import ProfileCompareLoader
+    p = argparse.ArgumentParser()
+    ProfileCompareLoader().define_flags(p)
+    flags = p.parse_args(["--profile_compare_dask_scheduler", "tcp://sched:8786"])
+    assert dask_exec.scheduler_address(flags.profile_compare_dask_scheduler) == "tcp://sched:8786"
+
+
+def test_a_writer_killed_mid_record_changes_nothing(run_dir, local_json, tmp_path):
+    """What a killed writer leaves (its temporary file, never a record) is not read: the next
+    call computes and writes whole records."""
+    cache = ProfileCache(str(tmp_path / "cache"))
+    folder = os.path.join(cache.root, "json")
+    os.makedirs(folder)
+    with open(os.path.join(folder, ".tmpkilled"), "wb") as f:
+        f.write(b'{"source": ')                               # cut short, as a SIGKILL would
+    stats = {}
+    assert canon(svc.cluster_json(run_dir, cache=cache, stats=stats)) == canon(local_json)
+    assert stats["computed"] == RANKS
+    names = os.listdir(folder)
+    assert sum(n.endswith(".rec.json") for n in names) == RANKS + 1 and ".tmpkilled" in names
