@@ -214,3 +214,20 @@ def test_a_writer_killed_mid_record_changes_nothing(run_dir, local_json, tmp_pat
     assert stats["computed"] == RANKS
     names = os.listdir(folder)
     assert sum(n.endswith(".rec.json") for n in names) == RANKS + 1 and ".tmpkilled" in names
+
+
+def test_the_generator_is_deterministic(tmp_path):
+    if not gen_cluster.DEFAULT_SOURCE.is_dir():
+        pytest.skip("corpus run missing")
+    plan = gen_cluster.Plan(ranks=4, steps=2, seed=3, slow_rank=1, slow_rank_extra_ms=5.0)
+    a, b = tmp_path / "a", tmp_path / "b"
+    gen_cluster.generate(plan, a)
+    gen_cluster.generate(plan, b)
+    files = sorted(p.relative_to(a) for p in a.rglob("*") if p.is_file() and p.name != "manifest.json")
+    assert files and files == sorted(p.relative_to(b) for p in b.rglob("*")
+                                     if p.is_file() and p.name != "manifest.json")
+    assert all((a / f).read_bytes() == (b / f).read_bytes() for f in files)
+    other = gen_cluster.Plan(ranks=4, steps=2, seed=4, slow_rank=1, slow_rank_extra_ms=5.0)
+    gen_cluster.generate(other, tmp_path / "c")
+    f = "rank2_ascend_pt/ASCEND_PROFILER_OUTPUT/step_trace_time.csv"
+    assert (a / f).read_bytes() != (tmp_path / "c" / f).read_bytes()
