@@ -537,17 +537,26 @@ _DIGEST_KEYS = ["symbols", "meta", "comm_ops", "comm_tasks", "fwdbwd", "kernels"
                 "ops", "overlap", "pyfuncs", "steps"]
 
 
+# columns added to the model after these digests were taken (issue 15: PMU ratios, GPU kernel args);
+# the digests hold the columns that were there, which must not change
+_NEWER_COLUMNS = {"kernels": ("aic_mac_ratio", "aiv_vec_ratio", "grid_x", "grid_y", "grid_z", "block_x", "block_y",
+                              "block_z", "registers", "shared_mem", "blocks_per_sm", "occupancy_pct")}
+
+
 def _digests(p) -> dict:
     import hashlib
     skip = ("path", "files") + p.meta.FORMAT_FACTS          # facts the format descriptor adds
     if not p.meta.mem_components_added:                     # a DB-only fact newer than these digests
         skip += ("mem_components_added",)
+    skip += ("device_props",)                               # a GPU fact newer than these digests
     meta = {k: v for k, v in p.meta.to_dict().items() if k not in skip}
     out = {"symbols": hashlib.sha256(json.dumps(p.symbols.to_list()).encode()).hexdigest()[:16],
            "meta": hashlib.sha256(json.dumps(meta, sort_keys=True, default=str).encode()).hexdigest()[:16]}
     for name in sorted(p.tables):
         h = hashlib.sha256()
         for c, s in p.tables[name].items():
+            if c in _NEWER_COLUMNS.get(name, ()):
+                continue
             a = s.to_numpy()
             h.update(f"{c}:{a.dtype}:".encode())
             h.update(a.tobytes())

@@ -23,10 +23,19 @@ register(Analysis(
         C("b_total_us", "Base Total (us)", "us"), C("b_calls", "Base Calls", "count"),
         C("t_total_us", "Target Total (us)", "us"), C("t_calls", "Target Calls", "count"),
         C("b_avg_us", "Base Avg (us)", "us"), C("t_avg_us", "Target Avg (us)", "us"),
-        C("diff_us", "Diff (us)", "us"), C("diff_total_ratio", "Ratio", "ratio")),
+        C("diff_us", "Diff (us)", "us"), C("diff_total_ratio", "Ratio", "ratio"),
+        # GPU only (the PyTorch Profiler plugin's kernel view); left out of NPU pages
+        C("b_tensor_cores", "Base Tensor Cores Used", optional="tc"),
+        C("t_tensor_cores", "Target Tensor Cores Used", optional="tc"),
+        C("b_blocks_per_sm", "Base Mean Blocks per SM", "number", optional="bps"),
+        C("t_blocks_per_sm", "Target Mean Blocks per SM", "number", optional="bps"),
+        C("b_occupancy_pct", "Base Mean Est. Achieved Occupancy", "percent", optional="occ"),
+        C("t_occupancy_pct", "Target Mean Est. Achieved Occupancy", "percent", optional="occ")),
     needs={"kernels"}, diff_col="diff_us", search=("kernel", "input_shape"), outputs=ROUTE,
     per_step=True,
-    description="device kernels grouped by name and input shapes"))
+    description="device kernels grouped by name and input shapes; on GPUs also whether they use "
+                "tensor / matrix cores and their duration-weighted mean blocks per SM and est. "
+                "achieved occupancy"))
 
 register(Analysis(
     "api", "APIs", lambda cmp: cmp.api(), (

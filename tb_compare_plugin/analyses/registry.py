@@ -36,7 +36,9 @@ class Unavailable(Exception):
 class Column:
     key: str
     label: str
-    type: str = "text"      # text | ms | us | count | ratio | bytes | mb | kb
+    type: str = "text"      # text | ms | us | count | ratio | bytes | mb | kb | number | percent
+    optional: str = ""      # a group name: the group's columns are left out of a page when the table
+                            # holds no value in any of them (e.g. GPU-only columns on an NPU pair)
 
 
 @dataclass(frozen=True)

@@ -11,10 +11,14 @@ import numpy as np
 import pandas as pd
 
 from ..model import KIND_COMPUTE
+from .kernel_classes import tensor_core_flags
 from .per_step import divided
 from .sidebyside import merge_sides, ratio
 
 STAT_COLS = ("total_us", "avg_us", "max_us", "min_us", "calls")
+# GPU only, as the PyTorch Profiler plugin's kernel view: Tensor Cores Used (Yes/No), Mean Blocks
+# per SM, Mean Est. Achieved Occupancy (%), duration-weighted over the kernels that have the arg
+GPU_COLS = ("tensor_cores", "blocks_per_sm", "occupancy_pct")
 
 
 def _launch_shapes(profile, kernels: pd.DataFrame) -> np.ndarray:
@@ -39,7 +43,8 @@ def _launch_shapes(profile, kernels: pd.DataFrame) -> np.ndarray:
 
 def kernel_rows(profile, step: int | None = None) -> pd.DataFrame:
     """One side's kernels as (kernel, input_shape, dur_us) in file order; ``kernel`` and
-    ``input_shape`` are symbol ids (shape 0 stands for "N/A")."""
+    ``input_shape`` are symbol ids (shape 0 stands for "N/A").  GPU rows also carry ``tc``
+    (runs on tensor / matrix cores), ``blocks_per_sm`` and ``occupancy_pct`` (NaN: no arg)."""
     k = profile.kernels
     sym = profile.symbols
     if step is not None:
@@ -56,23 +61,48 @@ def kernel_rows(profile, step: int | None = None) -> pd.DataFrame:
     na = sym.lookup("N/A")
     if na > 0:                                  # one group for "N/A", however it was spelt
         shapes = np.where(shapes == na, 0, shapes)
-    return pd.DataFrame({"kernel": names, "input_shape": shapes,
-                         "dur_us": sel["dur_ns"].to_numpy() / 1000.0})
+    out = pd.DataFrame({"kernel": names, "input_shape": shapes,
+                        "dur_us": sel["dur_ns"].to_numpy() / 1000.0})
+    if profile.meta.device != "NPU":
+        out["tc"] = tensor_core_flags(sym, names)
+        out["blocks_per_sm"] = sel["blocks_per_sm"].to_numpy()
+        out["occupancy_pct"] = sel["occupancy_pct"].to_numpy()
+    return out
+
+
+def _weighted(rows: pd.DataFrame, keys: list, col: str) -> pd.Series:
+    """Duration-weighted mean of ``col`` per group, over the kernels that have it (NaN: none)."""
+    has = rows[col].notna()
+    w = rows["dur_us"].where(has, 0.0)
+    num = (rows[col].fillna(0.0) * w).groupby([rows[k] for k in keys], sort=False).sum()
+    den = w.groupby([rows[k] for k in keys], sort=False).sum()
+    cnt = has.groupby([rows[k] for k in keys], sort=False).sum()
+    mean = num / den.where(den > 0)
+    # kernels with the arg but zero total duration: their plain mean
+    plain = rows[col].groupby([rows[k] for k in keys], sort=False).mean()
+    return mean.where(den > 0, plain).where(cnt > 0)
 
 
 def kernel_stats(rows: pd.DataFrame, sym) -> pd.DataFrame:
     """Per (kernel, input shape) statistics, grouped on symbol ids, named at the end."""
+    gpu = "tc" in rows.columns
     if not len(rows):
-        return pd.DataFrame(columns=["kernel", "input_shape", *STAT_COLS])
-    g = rows.groupby(["kernel", "input_shape"], sort=False)["dur_us"]
-    st = g.agg(total_us="sum", max_us="max", min_us="min", calls="count").reset_index()
+        return pd.DataFrame(columns=["kernel", "input_shape", *STAT_COLS, *(GPU_COLS if gpu else ())])
+    keys = ["kernel", "input_shape"]
+    g = rows.groupby(keys, sort=False)
+    st = g["dur_us"].agg(total_us="sum", max_us="max", min_us="min", calls="count")
+    if gpu:
+        st["tensor_cores"] = np.where(g["tc"].any(), "Yes", "No")
+        for c in GPU_COLS[1:]:
+            st[c] = _weighted(rows, keys, c)
+    st = st.reset_index()
     strings = sym.as_array()
     shape_s = strings[st["input_shape"].to_numpy()]
     shape_s[st["input_shape"].to_numpy() == 0] = "N/A"
     st["kernel"] = strings[st["kernel"].to_numpy()]
     st["input_shape"] = shape_s
     st["avg_us"] = st["total_us"] / st["calls"]
-    return st[["kernel", "input_shape", *STAT_COLS]]
+    return st[["kernel", "input_shape", *STAT_COLS, *(GPU_COLS if gpu else ())]]
 
 
 def compare_kernels(base, target, base_step=None, target_step=None, divide=(1, 1)) -> pd.DataFrame:

@@ -19,6 +19,8 @@ handful of numpy operations.
 """
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 # bucket codes ---------------------------------------------------------------------------------
@@ -43,6 +45,20 @@ CONV_MASK_WIDE = ("aten::conv", "convolution")
 MM_MASK = ("aten::addmm", "aten::bmm", "aten::mm", "aten::matmul")
 GPU_CUBE_MASK = ("gemm", "conv", "cutlass", "wgrad", "gemvx")
 TRANS_MASK = ("cast", "transdata", "transpose")
+# AMD matrix cores (is_matrix_core_name): Tensile's MFMA tile, CK / MIOpen XDLOPS / WMMA and FMHA
+# kernel words, AOTriton's attention kernels
+_MFMA_TILE = re.compile(r"_mi\d+x\d+x\d+")
+AMD_MATRIX_WORDS = ("_xdl", "xdlops", "ck::kernel_gemm_wmma", "gridwise_gemm_wmma", "fmha_fwd", "fmha_bwd",
+                    "fmhafwd", "fmhabwd", "_gtcx")
+TRITON_ATTENTION = frozenset({"attn_fwd", "_attn_fwd", "attn_bwd", "_attn_bwd", "bwd_kernel_dk_dv",
+                              "bwd_kernel_dq", "_bwd_kernel_dk_dv", "_bwd_kernel_dq"})
+# the PyTorch Profiler plugin 0.4.3's TC_Allowlist (tensor_core.py), substrings of the kernel name
+TTP_TC_ALLOWLIST = ("h884", "s884", "h1688", "s1688", "hmma", "i8816", "16816", "dgrad_1x1_stride_2x2",
+                    "first_layer_wgrad_kernel", "conv1x1", "conv2d_c1_k1", "direct_group", "xmma_implicit_gemm",
+                    "xmma_sparse_conv", "xmma_warp_specialized_implicit_gemm", "xmma_gemm", "xmma_sparse_gemm",
+                    "c1688")
+# NVIDIA tensor-core kernel families that allowlist predates (lower-cased substrings)
+NVIDIA_TC_WORDS = ("tensorop", "wmma", "flash_fwd", "flash_bwd", "fmha", "gmma", "xmma")
 MC2_KERNELS = frozenset({"allgathermatmul", "matmulreducescatter", "matmulallreduce"})
 BWD_WORDS = ("bwd", "backward", "back", "grad")
 
@@ -189,8 +205,61 @@ def npu_name_flags(symbols, name_ids: np.ndarray, type_ids: np.ndarray) -> dict[
     }
 
 
-def gpu_is_cube(symbols, name_ids: np.ndarray) -> np.ndarray:
-    return text_flags(symbols, name_ids, _has_any(GPU_CUBE_MASK))
+def is_matrix_core_name(low: str) -> bool:
+    """AMD matrix-core (MFMA) kernels, by their lower-cased name: hipBLASLt / rocBLAS Tensile GEMMs
+    ``Cijk_...`` with an MFMA tile ``_MI<m>x<n>x<k>``, Composable Kernel XDL/WMMA kernels and its
+    FMHA (flash attention) kernels, MIOpen's XDLOPS implicit GEMMs (``igemm_*_gtcx*``) and
+    AOTriton's flash-attention kernels (``attn_fwd``, ``bwd_kernel_dk_dv``, ``bwd_kernel_dq``,
+    whose ``tl.dot`` runs on the matrix cores).  Names of these families never occur on NVIDIA
+    traces, except Triton attention kernels of the same names, which use tensor cores there."""
+    if low.startswith("cijk_") and _MFMA_TILE.search(low):
+        return True
+    if any(w in low for w in AMD_MATRIX_WORDS):
+        return True
+    return _base_name(low) in TRITON_ATTENTION
+
+
+def _base_name(low: str) -> str:
+    """'void ns::kern<...>(args)' -> 'kern'; 'attn_fwd' -> 'attn_fwd'."""
+    head = low.split("<", 1)[0].split("(", 1)[0].strip()
+    return head.rsplit(" ", 1)[-1].rsplit("::", 1)[-1]
+
+
+def gpu_is_cube(symbols, name_ids: np.ndarray, compat: bool = False) -> np.ndarray:
+    """Kernels that run on tensor / matrix cores, for the Cube rows of the overview: the
+    reference's name mask (``GPU_CUBE_MASK``) and, outside reference-compat mode, AMD's
+    matrix-core kernels (``is_matrix_core_name``), which the reference leaves in Vector."""
+    if compat:
+        return text_flags(symbols, name_ids, _has_any(GPU_CUBE_MASK))
+    return text_flags(symbols, name_ids, lambda s: any(m in s for m in GPU_CUBE_MASK) or is_matrix_core_name(s))
+
+
+def is_tensor_core_name_ttp(name: str) -> bool:
+    """The PyTorch Profiler plugin 0.4.3's test (``TC_Allowlist``): a substring of its list,
+    case-sensitive, in the kernel name."""
+    return any(p in name for p in TTP_TC_ALLOWLIST)
+
+
+def is_tensor_core_name(name: str) -> bool:
+    """Tensor-core / matrix-core kernels for the tensor-core kernel-time ratio and the kernel
+    view: the plugin's allowlist, NVIDIA tensor-core families its 2021 list predates (CUTLASS
+    ``tensorop`` / WMMA kernels, FlashAttention, Hopper ``gmma``), and AMD matrix-core kernels."""
+    if is_tensor_core_name_ttp(name):
+        return True
+    low = name.lower()
+    return any(w in low for w in NVIDIA_TC_WORDS) or is_matrix_core_name(low)
+
+
+def tensor_core_flags(symbols, name_ids: np.ndarray, ttp: bool = False) -> np.ndarray:
+    """Per kernel: runs on tensor / matrix cores (``ttp``: by the plugin's own allowlist only)."""
+    test = is_tensor_core_name_ttp if ttp else is_tensor_core_name
+    ids = np.asarray(name_ids)
+    if len(ids) == 0:
+        return np.zeros(0, dtype=bool)
+    uniq = distinct_ids(ids)
+    lut = np.zeros(int(uniq[-1]) + 1, dtype=bool)
+    lut[uniq] = np.fromiter((test(s) for s in symbols.strings(uniq)), dtype=bool, count=len(uniq))
+    return lut[ids]
 
 
 def mc2_split(k_start: np.ndarray, k_end: np.ndarray, sqe_end: np.ndarray) -> np.ndarray:

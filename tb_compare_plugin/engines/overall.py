@@ -222,7 +222,7 @@ def _categorise(profile, sel, compat: bool, gpu=None):
     device = "NPU" if profile.meta.device == "NPU" else "GPU"
     if device == "GPU":
         rows = overall_gpu.categorised_rows(gpu)
-        cube = kc.gpu_is_cube(sym, k["name"].to_numpy()[rows])
+        cube = kc.gpu_is_cube(sym, k["name"].to_numpy()[rows], compat)
         flags, hide = {}, False
     else:
         rows, cube, hide = overall_npu.categorised_rows(profile, sel, compat)

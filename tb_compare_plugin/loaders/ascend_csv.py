@@ -131,6 +131,7 @@ PMU_COLUMNS = {                     # CSV header -> kernels column
     "aicore_time(us)": "aicore_time_us", "mac_time(us)": "mac_time_us",
     "aic_mac_time(us)": "aic_mac_time_us", "aic_mte2_time(us)": "aic_mte2_time_us",
     "aiv_time(us)": "aiv_time_us", "aiv_vec_time(us)": "aiv_vec_time_us",
+    "aic_mac_ratio": "aic_mac_ratio", "aiv_vec_ratio": "aiv_vec_ratio",
 }
 _KD_TEXT = ("Type", "Accelerator Core", "Input Shapes", "Input Data Types", "Input Formats")
 
@@ -166,6 +167,11 @@ def read_kernel_details(path: str, warnings: list[str]) -> tuple[dict, dict] | N
     present = [c for c in PMU_COLUMNS if c in df.columns]
     for c, k in PMU_COLUMNS.items():
         cols[k] = num(df, c)
+        if c in present:            # a cell that is neither a number nor a "missing" marker
+            cell = df[c].to_numpy(dtype=object)
+            given = ~pd.isna(cell) & ~np.isin(pd.Series(cell, dtype=object).fillna("").str.strip().to_numpy(object),
+                                              list(NA_STRINGS))
+            _count_bad(warnings, path, given & ~np.isfinite(cols[k]), repr(c), "read as unknown")
     has_pmu = any(np.isfinite(cols[PMU_COLUMNS[c]]).any()
                   for c in ("aiv_vec_time(us)", "mac_time(us)", "aic_mac_time(us)") if c in present)
     bad = int((cols["start_ns"] < 0).sum())

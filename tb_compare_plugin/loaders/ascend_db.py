@@ -37,7 +37,8 @@ COMPUTE_TASK_TYPES = {"KERNEL_AICORE", "KERNEL_AIVEC", "KERNEL_MIX_AIC", "KERNEL
 # kernels PMU column <- TASK_PMU_INFO names (newer name first); values are ns in the DB
 PMU_COLUMNS = {"aicore_time_us": ("aic_total_time", "aicore_time"), "mac_time_us": ("mac_time",),
                "aic_mac_time_us": ("aic_mac_time",), "aic_mte2_time_us": ("aic_mte2_time",),
-               "aiv_time_us": ("aiv_total_time", "aiv_time"), "aiv_vec_time_us": ("aiv_vec_time",)}
+               "aiv_time_us": ("aiv_total_time", "aiv_time"), "aiv_vec_time_us": ("aiv_vec_time",),
+               "aic_mac_ratio": ("aic_mac_ratio",), "aiv_vec_ratio": ("aiv_vec_ratio",)}
 # OP_MEMORY names lack the text export's "cann::" prefix; the CANN-side rows are exactly those
 # named in NPU_OP_MEM.  False keeps the DB names (what the reference sees in DB mode).
 MARK_CANN_MEMORY = False
@@ -486,7 +487,8 @@ class _Reader:
             for nm in names:
                 sub = pm[pm["name"] == ids.get(nm, -2)]
                 if len(sub):
-                    out[col] = _lookup(sub["g"].to_numpy(np.int64), sub["v"].to_numpy(np.float64) / 1000.0,
+                    scale = 1.0 if col.endswith("_ratio") else 1000.0       # times are ns, ratios 0..1
+                    out[col] = _lookup(sub["g"].to_numpy(np.int64), sub["v"].to_numpy(np.float64) / scale,
                                        g, np.nan)
                     break
         return out

@@ -272,6 +272,9 @@ def fill_meta(meta: ProfileMeta, outside: dict, col=None) -> None:
     dp = outside.get("deviceProperties")
     if isinstance(dp, list) and dp and isinstance(dp[0], dict) and dp[0].get("name"):
         meta.device_name = str(dp[0]["name"])
+    if isinstance(dp, list):
+        meta.device_props = [{k: v for k, v in d.items() if isinstance(v, (str, int, float, bool))}
+                             for d in dp if isinstance(d, dict)]
     if col is None:
         return
     w = meta.warnings
@@ -289,6 +292,10 @@ def fill_meta(meta: ProfileMeta, outside: dict, col=None) -> None:
     if col.n_no_device:
         w.append(f"{col.n_no_device:,} GPU kernel/memcpy/memset events have no readable args.device: "
                  "their pid is used as the device")
+    for label, n in col.bad_args.items():
+        w.append(f"{n:,} GPU kernel events have a {label!r} arg that is not a number: read as unknown")
+    for label, n in col.neg_args.items():
+        w.append(f"{n:,} GPU kernel events have a negative {label!r}: read as unknown")
     w.extend(col.ids.warnings())
 
 

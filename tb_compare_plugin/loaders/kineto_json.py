@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import re
+from itertools import chain
 
 import msgspec
 import numpy as np
@@ -37,7 +38,7 @@ from .errors import LoadError
 from .kineto_build import build_profile, fill_meta
 from .kineto_values import (C_FLOW, C_FWDBWD, C_KERNEL, C_MEM, C_MEMCPY, C_MEMSET, C_OP, C_OTHER, C_PYF,
                             C_RUNTIME, CAT_CLASS, DEC, DEC_EXACT, DEC_RAWS, DTYPE_SIZE, Ev, EvExact, canon_dims,
-                            canon_types, collective_type, floats, id_norm, IdTally, ints, times_ns)
+                            canon_types, collective_type, floats, id_norm, IdTally, ints, one_float, times_ns)
 
 __all__ = ["load", "peek", "collective_type"]
 
@@ -56,6 +57,7 @@ class _Memo(dict):
 
 
 _CLASS_LABEL = {C_KERNEL: "GPU kernel/memcpy/memset", C_OP: "CPU op/runtime", C_PYF: "python_function"}
+_NO_DIMS = (-1, -1, -1)
 FLOW_END = _Memo(lambda ph: 0)          # ph -> 1 for a flow start ("s"), 2 for its end ("f"), else 0
 FLOW_END.update(s=1, f=2)
 
@@ -97,6 +99,8 @@ class _Collector:
         self.n_no_stream = 0                    # kernels whose stream / device came from tid / pid
         self.n_no_device = 0
         self.n_device_seen = 0                  # device events (kernel/memcpy/memset) in the file
+        self.bad_args: dict[str, int] = {}      # kernel arg name -> values that are not numbers
+        self.neg_args: dict[str, int] = {}      # kernel arg name -> negative values (read as unknown)
 
     def close(self) -> None:
         """Drop the memos (their lambdas refer back to self) and any unused pieces."""
@@ -283,7 +287,7 @@ class _Collector:
         first = self._put("kernels", len(evk), name=names, task_type=k.cat,
                           kind=kind, stream=stream, device=device, start_ns=k.ts, dur_ns=k.dur,
                           corr=self._ints([a.corr for a in args]), bytes=self._ints([a.nbytes for a in args]),
-                          _pid=k.pid, _tid=k.tid)
+                          _pid=k.pid, _tid=k.tid, **self._geometry(args))
         if self.nccl_ids:
             is_nccl = np.isin(names, np.fromiter(self.nccl_ids, np.int32)) & (kind == KIND_COMPUTE)
             rows = np.flatnonzero(is_nccl)
@@ -297,6 +301,57 @@ class _Collector:
                 op_type = [collective_type(self.sym.string(nm), x.coll) for nm, x in zip(names[rows], a)]
                 self._put("comm_ops", len(rows), kernel=rows + first, group=self._intern(pg),
                           op_type=self._intern(op_type), bytes=nbytes)
+
+    def _geometry(self, args: list) -> dict:
+        """Launch geometry and CUPTI's estimates of device events (-1 / NaN where absent)."""
+        n = len(args)
+        out = {}
+        for field, (x, y, z) in (("grid", ("grid_x", "grid_y", "grid_z")),
+                                 ("block", ("block_x", "block_y", "block_z"))):
+            vals = [getattr(a, field) for a in args]
+            if vals.count(None) == n:
+                dims = np.full((n, 3), -1, np.int64)
+            else:
+                if None in vals:
+                    vals = [v if v is not None else _NO_DIMS for v in vals]
+                try:
+                    dims = np.fromiter(chain.from_iterable(vals), np.int64, 3 * n).reshape(n, 3)
+                except OverflowError:
+                    dims = np.array([[d if -2 ** 63 <= d < 2 ** 63 else -1 for d in v] for v in vals], np.int64)
+                    bad = int(sum(1 for v in vals for d in v if not -2 ** 63 <= d < 2 ** 63))
+                    self.bad_args[field] = self.bad_args.get(field, 0) + bad
+            out[x], out[y], out[z] = dims[:, 0], dims[:, 1], dims[:, 2]
+        out["registers"] = self._arg_num([a.regs for a in args], np.int64, "registers per thread")
+        out["shared_mem"] = self._arg_num([a.shmem for a in args], np.int64, "shared memory")
+        out["blocks_per_sm"] = self._arg_num([a.bps for a in args], np.float64, "blocks per SM")
+        out["occupancy_pct"] = self._arg_num([a.occ for a in args], np.float64, "est. achieved occupancy %")
+        return out
+
+    def _arg_num(self, vals: list, dtype, label: str) -> np.ndarray:
+        """A numeric kernel arg; values that are not numbers, and negative ones, become missing
+        (-1 / NaN) and are counted for the profile's warnings."""
+        try:
+            a = np.fromiter(vals, dtype, len(vals))
+        except (TypeError, ValueError, OverflowError):
+            f = np.fromiter(map(one_float, vals), np.float64, len(vals))
+            given = np.fromiter((v is not None and v == v for v in vals), bool, len(vals))   # not NaN
+            self.bad_args[label] = self.bad_args.get(label, 0) + int((given & ~np.isfinite(f)).sum())
+            if dtype is np.int64:
+                ok = np.isfinite(f) & (np.abs(f) < 2.0 ** 63)
+                a = np.where(ok, f, -1).astype(np.int64)
+            else:
+                a = f
+        if dtype is np.int64:
+            neg = a < -1
+            if neg.any():
+                a[neg] = -1
+        else:
+            neg = a < 0
+            if neg.any():
+                a[neg] = np.nan
+        if neg.any():
+            self.neg_args[label] = self.neg_args.get(label, 0) + int(neg.sum())
+        return a
 
     def _update_nccl(self) -> None:
         strings = self.sym._strings

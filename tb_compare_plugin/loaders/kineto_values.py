@@ -42,6 +42,13 @@ class Args(msgspec.Struct, gc=False, frozen=True):
     nelems: Num = msgspec.field(default=-1, name="In msg nelems")
     dtype: Optional[str] = None
     coll: Optional[str] = msgspec.field(default=None, name="Collective name")
+    # kernel launch geometry and CUPTI's estimates (the PyTorch Profiler plugin's GPU metrics)
+    grid: Optional[tuple[int, int, int]] = None
+    block: Optional[tuple[int, int, int]] = None
+    regs: Num = msgspec.field(default=-1, name="registers per thread")
+    shmem: Num = msgspec.field(default=-1, name="shared memory")
+    bps: Num = msgspec.field(default=float("nan"), name="blocks per SM")
+    occ: Num = msgspec.field(default=float("nan"), name="est. achieved occupancy %")
 
 
 ARGS0 = Args()
@@ -233,6 +240,21 @@ def floats(vals: list, tally: Optional[IdTally] = None) -> np.ndarray:
         if tally is not None:
             tally.unreadable += sum(1 for v in vals if v is not None and not isinstance(v, (int, float)))
         return np.array([float(v) if isinstance(v, (int, float)) else np.nan for v in vals], np.float64)
+
+
+def one_float(v) -> float:
+    """A number (int, float or numeric text) -> float; anything else -> NaN."""
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        try:
+            return float(v)
+        except OverflowError:
+            return float("nan")
+    if isinstance(v, str):
+        try:
+            return float(v.strip())
+        except ValueError:
+            return float("nan")
+    return float("nan")
 
 
 def id_norm(v, strings: dict) -> int:

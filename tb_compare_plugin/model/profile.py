@@ -56,6 +56,14 @@ SCHEMAS: dict[str, dict[str, str]] = {
         # PMU columns in microseconds, NaN when absent (names as in kernel_details.csv)
         "aicore_time_us": F64, "mac_time_us": F64, "aic_mac_time_us": F64,
         "aic_mte2_time_us": F64, "aiv_time_us": F64, "aiv_vec_time_us": F64,
+        # NPU PMU ratios as the profiler wrote them (0..1; NaN when absent): aic_mac_time /
+        # aicore_time and aiv_vec_time / aiv_time of the task
+        "aic_mac_ratio": F64, "aiv_vec_ratio": F64,
+        # GPU launch geometry and occupancy (Kineto kernel args; -1 / NaN when absent): grid and
+        # block dimensions, "registers per thread", "shared memory" (bytes), "blocks per SM" and
+        # "est. achieved occupancy %" (0..100) as CUPTI estimated them
+        "grid_x": I64, "grid_y": I64, "grid_z": I64, "block_x": I64, "block_y": I64, "block_z": I64,
+        "registers": I64, "shared_mem": I64, "blocks_per_sm": F64, "occupancy_pct": F64,
     },
     # Host operators (cpu_op, user_annotation, cuda_runtime; Ascend cpu_op; DB PYTORCH_API op).
     "ops": {
@@ -183,6 +191,9 @@ class ProfileMeta:
     # memory components the loader took from a secondary table (Ascend DB: "APP" from NPU_MEM when
     # MEMORY_RECORD lacks it); the reference never reads them (reference-compat Mem Usage skips them)
     mem_components_added: list = field(default_factory=list)
+    # GPU device properties as the trace lists them (Kineto ``deviceProperties``): one dict per
+    # device with its scalar fields (id, name, numSms, maxThreadsPerMultiprocessor, warpSize, ...)
+    device_props: list = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
 
     # the fields above that the format descriptor sets, not the loader

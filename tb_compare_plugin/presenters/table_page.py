@@ -24,8 +24,11 @@ def page(df: pd.DataFrame, columns: list[ColumnSpec], *, sort: str | None = None
     """One page of ``df`` as the route's JSON object.
 
     ``sort`` must be one of the column keys (else ValueError); ``q`` is a case-insensitive
-    substring over ``search_cols``; ``min_diff`` keeps rows with |diff| >= it.
+    substring over ``search_cols``; ``min_diff`` keeps rows with |diff| >= it.  The columns of an
+    ``optional`` group are left out when ``df`` holds no value in any of them.
     """
+    held = {c.optional for c in columns if c.optional and c.key in df.columns and df[c.key].notna().any()}
+    columns = [c for c in columns if not c.optional or c.optional in held]
     keys = {c.key for c in columns}
     total_all = len(df)
     view = df
