@@ -97,6 +97,38 @@ def test_gpu_figures_match_the_plugin(stem):
         assert _close(eff["tensor_core_ratio_ttp"], ttp["tensor_core_ratio"])
 
 
+def _patched() -> list[str]:
+    d = TTP / "patched"
+    return sorted(p.stem for p in d.glob("*.json")) if d.is_dir() else []
+
+
+@pytest.mark.skipif(not _patched(), reason=f"no patched torch-tb-profiler goldens in {TTP / 'patched'}")
+@pytest.mark.parametrize("stem", _patched())
+def test_gpu_figures_and_windows_match_the_patched_plugin(stem):
+    """0.4.3 with its classification bugs fixed (cuda_runtime launches linked, no GPU-side step
+    copies): its step windows and GPU figures are ours, on every trace, to 1%."""
+    g = json.loads((TTP / "patched" / f"{stem}.json").read_text())
+    path = _source(g)
+    if not path.exists() or hashlib.sha256(path.read_bytes()).hexdigest() != g["source_sha256"]:
+        pytest.skip(f"{path} absent or changed since its golden was made")
+    p = _profile(path)
+    eff = side_efficiency(p)
+    devs = g["gpu"]["devices"]
+    ttp = devs[0] if devs else {k: None for _, k in METRICS}
+    for ours, theirs in METRICS:
+        assert _close(eff[ours], ttp[theirs]), (stem, ours, eff[ours], ttp[theirs])
+    w = step_windows(p)
+    kept = [s for s in g["overview"]["steps"]]
+    assert [int(s["step"]) for s in kept] == w.step.tolist()
+    for s, a, b in zip(kept, w.start_ns.tolist(), w.end_ns.tolist()):
+        assert abs(s["window_us"][0] * 1000 - a) < 1000 and abs(s["window_us"][1] * 1000 - b) < 1000, (stem, s)
+    # the overview's tensor-core ratio where the plugin links launches to operators (B9): equal,
+    # except on the sample, where its operator tree leaves some launched kernels out (0.1128 against
+    # 0.1049 over every launched kernel, which is also its own kernel-view pie; docs/deviations.md)
+    if ttp.get("tensor_core_ratio") is not None and not stem.startswith("samples__"):
+        assert _close(eff["tensor_core_ratio_ttp"], ttp["tensor_core_ratio"]), (stem, eff["tensor_core_ratio_ttp"])
+
+
 @pytest.mark.skipif(not _goldens(), reason=f"no torch-tb-profiler goldens in {TTP}")
 @pytest.mark.parametrize("stem", _goldens())
 def test_kernel_view_columns_match_the_plugin(stem):
