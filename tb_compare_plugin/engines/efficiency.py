@@ -14,7 +14,8 @@ one with the most kernel time):
 * ``achieved_occupancy`` (percent): kernels' ``est. achieved occupancy %`` weighted by their
   time inside the windows (None when no kernel has it);
 * ``tensor_core_ratio`` (0..1): kernel time of tensor-core / matrix-core kernels over all kernel
-  time (kernels launched by a runtime call; ``kernel_classes.is_tensor_core_name``);
+  time (kernels linked to their launch; the whole capture, or with a selection the kernels running
+  in its windows; ``kernel_classes.is_tensor_core_name``);
   ``tensor_core_ratio_ttp``: the same with the plugin's own 2021 allowlist only;
 * ``ai_core_utilization`` (0..1, NPU): time with at least one AI Core / AI Vector task running /
   window time; ``cube_utilization`` / ``vector_utilization``: Σ aic_mac_time / Σ aicore_time and
@@ -25,8 +26,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..model import KIND_COMM, KIND_COMPUTE
-from ..model.intervals import intersect, union
-from .device_steps import RUNTIME_CATS, StepWindows, step_windows
+from ..model.intervals import intersect
+from .device_steps import StepWindows, step_windows
 from .kernel_classes import tensor_core_flags, text_flags
 
 EFFICIENCY = ("gpu_utilization", "sm_efficiency", "achieved_occupancy", "tensor_core_ratio",
@@ -57,7 +58,7 @@ def side_efficiency(profile, steps=None, window_ns=None) -> dict:
         return out
     out["window_ms"] = round(win.total_ns / 1e6, 6)
     if profile.meta.device == "GPU":
-        _gpu(profile, win, out, notes)
+        _gpu(profile, win, out, notes, whole=steps is None and window_ns is None)
     elif profile.meta.device == "NPU":
         _npu(profile, win, out, notes)
     else:
@@ -95,7 +96,7 @@ def _capped_sum(s, e, v, win: StepWindows) -> float:
     return float((_clip(seg_s, seg_e, win) * val).sum())
 
 
-def _gpu(profile, win: StepWindows, out: dict, notes: list) -> None:
+def _gpu(profile, win: StepWindows, out: dict, notes: list, whole: bool = True) -> None:
     k, sym = profile.kernels, profile.symbols
     kind = k["kind"].to_numpy()
     rows = np.flatnonzero((kind == KIND_COMPUTE) | (kind == KIND_COMM))   # the plugin's "Kernel" events
@@ -138,15 +139,10 @@ def _gpu(profile, win: StepWindows, out: dict, notes: list) -> None:
     else:
         notes.append("no kernel has an 'est. achieved occupancy %' arg: Est. Achieved Occupancy is unknown")
 
-    # tensor cores: kernels launched by a runtime call (the plugin counts kernels under the op tree)
-    launch = k["launch_op"].to_numpy()[rows]
-    ops = profile.ops
-    linked = launch >= 0
-    if len(ops):
-        is_rt = text_flags(sym, ops["cat"].to_numpy(), lambda x: x in RUNTIME_CATS)
-        linked &= is_rt[np.maximum(launch, 0)]
-    else:
-        linked &= False
+    # tensor cores: kernels linked to their launch (the plugin counts the kernels its op tree reaches)
+    linked = k["launch_op"].to_numpy()[rows] >= 0
+    if not whole:                           # a selection: the kernels running in its windows
+        linked &= _clip(s, e, win) > 0
     if not linked.any():
         linked = np.ones(len(rows), bool)
         notes.append("no kernel is linked to a runtime call: the tensor-core ratio is over every kernel")
