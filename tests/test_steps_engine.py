@@ -18,7 +18,7 @@ import re
 import numpy as np
 import pytest
 
-from conftest import CORPUS, ROOT, SAMPLES
+from conftest import CORPUS, ROOT
 from tb_compare_plugin.engines import noise
 from tb_compare_plugin.engines.steps import (BREAKDOWN, PHASES, MetricDiff, Stat, SideSteps, StepsComparison,
                                              side_steps)

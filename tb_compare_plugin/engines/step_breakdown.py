@@ -30,8 +30,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..model import KIND_COMM, KIND_COMPUTE, KIND_MEMCPY, KIND_MEMSET, KIND_OTHER
-from ..model.intervals import intersect, subtract, union
-from .kernel_classes import text_flags
+from ..model.intervals import subtract, union
+from .kernel_classes import distinct_ids, text_flags
 
 ROLES = ("kernel", "memcpy", "memset", "communication", "runtime", "dataloader", "cpu_exec")
 BREAKDOWN = ROLES + ("other",)
@@ -68,15 +68,61 @@ class StepWindows:
     notes: list = field(default_factory=list)
 
 
-@dataclass
 class Roles:
-    """Per role the sorted disjoint union of its intervals (ns), and helper masks."""
-    pieces: dict                            # role -> (start, end)
-    device_rows: dict                       # "compute"/"memcpy"/"memset"/"comm" -> kernel rows
+    """Per role its intervals (ns, raw) and, computed when first asked, their sorted disjoint
+    union (``union_of(role)``); the kernel rows of each device class (``device_rows``)."""
+
+    def __init__(self, raw: dict, device_rows: dict) -> None:
+        self.raw = raw                          # role -> (start, end), any order, may overlap
+        self.device_rows = device_rows          # "compute"/"memcpy"/"memset"/"comm" -> kernel rows
+        self._pieces: dict = {}
+
+    def union_of(self, role: str):
+        if role not in self._pieces:
+            a, b = self.raw[role]
+            self._pieces[role] = union(np.asarray(a, np.int64), np.asarray(b, np.int64))
+        return self._pieces[role]
+
+    def comm_not_overlapped(self):
+        """Communication minus compute (kernel) time, sorted disjoint pieces (cached)."""
+        if "_comm_only" not in self._pieces:
+            self._pieces["_comm_only"] = subtract(*self.union_of("communication"), *self.union_of("kernel"))
+        return self._pieces["_comm_only"]
 
 
-def _cats(profile, predicate) -> np.ndarray:
-    return text_flags(profile.symbols, profile.ops["cat"].to_numpy(), predicate)
+# host op classes, one code per distinct name / category
+_N_STEP, _N_LOADER, _N_COMM, _N_COMM10 = 1, 2, 4, 8
+_C_RUNTIME, _C_CPU, _C_ANNOT, _C_RUNTIME043, _C_CPU043 = 1, 2, 4, 8, 16
+
+
+def _name_code(s: str) -> int:
+    c = 0
+    if s.startswith("profilerstep#"):
+        c |= _N_STEP
+    if is_dataloader_name(s):
+        c |= _N_LOADER
+    if s.startswith(COMM_OP_PREFIXES):
+        c |= _N_COMM
+    if s in COMM_OP_NAMES:
+        c |= _N_COMM10
+    return c
+
+
+def _cat_code(s: str) -> int:
+    return ((_C_RUNTIME if s in RUNTIME_CATS else 0) | (_C_CPU if s in CPU_CATS else 0)
+            | (_C_ANNOT if s == "user_annotation" else 0) | (_C_RUNTIME043 if s == "runtime" else 0)
+            | (_C_CPU043 if s in ("cpu_op", "operator", "python") else 0))
+
+
+def _codes(symbols, ids: np.ndarray, fn) -> np.ndarray:
+    """``fn(lower-cased string)`` (a small int) per row, evaluated once per distinct id."""
+    ids = np.asarray(ids)
+    if not len(ids):
+        return np.zeros(0, np.int8)
+    uniq = distinct_ids(ids)
+    lut = np.zeros(int(uniq[-1]) + 1, np.int8)
+    lut[uniq] = np.fromiter((fn(x.lower()) for x in symbols.strings(uniq)), np.int8, count=len(uniq))
+    return lut[ids]
 
 
 def host_roles(profile, compat: bool = False) -> dict:
@@ -86,19 +132,18 @@ def host_roles(profile, compat: bool = False) -> dict:
     ``runtime`` is a runtime (it drops ``cuda_runtime``/``cuda_driver``), and a ``user_annotation``
     is read only when it is a step marker or a collective (so neither DataLoader nor CPU Exec)."""
     ops, sym = profile.ops, profile.symbols
-    names = ops["name"].to_numpy()
-    step = text_flags(sym, names, lambda s: s.startswith("profilerstep#"))
+    nc = _codes(sym, ops["name"].to_numpy(), _name_code)
+    cc = _codes(sym, ops["cat"].to_numpy(), _cat_code)
+    step = (nc & _N_STEP) > 0
     if compat:
-        comm_name = text_flags(sym, names, lambda s: s in COMM_OP_NAMES)
-        runtime = _cats(profile, lambda c: c == "runtime")
-        cpu = _cats(profile, lambda c: c in ("cpu_op", "operator", "python"))
-        comm = (cpu | _cats(profile, lambda c: c == "user_annotation")) & comm_name
+        runtime = (cc & _C_RUNTIME043) > 0
+        cpu = (cc & _C_CPU043) > 0
+        comm = (cpu | ((cc & _C_ANNOT) > 0)) & ((nc & _N_COMM10) > 0)
     else:
-        comm_name = text_flags(sym, names, lambda s: s.startswith(COMM_OP_PREFIXES))
-        runtime = _cats(profile, lambda c: c in RUNTIME_CATS)
-        cpu = _cats(profile, lambda c: c in CPU_CATS)
-        comm = cpu & comm_name
-    loader = cpu & text_flags(sym, names, is_dataloader_name)
+        runtime = (cc & _C_RUNTIME) > 0
+        cpu = (cc & _C_CPU) > 0
+        comm = cpu & ((nc & _N_COMM) > 0)
+    loader = cpu & ((nc & _N_LOADER) > 0)
     cpu_exec = cpu & ~step & ~loader & ~comm
     return {"runtime": runtime & ~step, "dataloader": loader, "communication": comm,
             "cpu_exec": cpu_exec, "step": step}
@@ -108,8 +153,8 @@ def device_kinds(profile, compat: bool = False, hosts: dict | None = None) -> di
     """Kernel rows by role: compute, memcpy, memset, comm (HCCL/NCCL device work).
 
     ``compat``: as torch-tb-profiler 0.4.3, a kernel is communication only when launched inside
-    a host op named ``nccl:<collective>`` / ``gloo:<collective>`` (it carries that op's external id), not by being
-    an NCCL kernel."""
+    a host op named ``nccl:<collective>`` / ``gloo:<collective>`` (it carries that op's external
+    id), not by being an NCCL kernel."""
     k, sym = profile.kernels, profile.symbols
     kind = k["kind"].to_numpy()
     if compat:
@@ -123,13 +168,26 @@ def device_kinds(profile, compat: bool = False, hosts: dict | None = None) -> di
         kern = (kind == KIND_COMPUTE) | (kind == KIND_COMM)
         return {"compute": np.flatnonzero(kern & ~under), "memcpy": np.flatnonzero(kind == KIND_MEMCPY),
                 "memset": np.flatnonzero(kind == KIND_MEMSET), "comm": np.flatnonzero(kern & under)}
-    tt = k["task_type"].to_numpy()
-    ac = k["accel_core"].to_numpy()
-    commish = (text_flags(sym, tt, lambda s: any(m in s for m in COMM_TASK_MARKS))
-               | text_flags(sym, ac, lambda s: s == "hccl"))
-    comm = (kind == KIND_COMM) | ((kind == KIND_OTHER) & commish)
+    comm = kind == KIND_COMM
+    other = np.flatnonzero(kind == KIND_OTHER)
+    if len(other):
+        tt = k["task_type"].to_numpy()[other]
+        ac = k["accel_core"].to_numpy()[other]
+        commish = (text_flags(sym, tt, lambda s: any(m in s for m in COMM_TASK_MARKS))
+                   | text_flags(sym, ac, lambda s: s == "hccl"))
+        comm[other[commish]] = True
     return {"compute": np.flatnonzero(kind == KIND_COMPUTE), "memcpy": np.flatnonzero(kind == KIND_MEMCPY),
             "memset": np.flatnonzero(kind == KIND_MEMSET), "comm": np.flatnonzero(comm)}
+
+
+def _outermost(mask: np.ndarray, parent: np.ndarray) -> np.ndarray:
+    """Rows of ``mask`` whose parent is not in ``mask``: an op nested (by time) in an op of the
+    same role adds nothing to the role's union, so the union needs only these."""
+    rows = np.flatnonzero(mask)
+    par = parent[rows]
+    inner = (par >= 0) & (par < len(mask))
+    inner[inner] = mask[par[inner]]
+    return rows[~inner]
 
 
 def role_pieces(profile, compat: bool = False) -> Roles:
@@ -141,18 +199,19 @@ def role_pieces(profile, compat: bool = False) -> Roles:
     ks, ke = k["start_ns"].to_numpy(), (k["start_ns"] + k["dur_ns"]).to_numpy()
     os_, oe = ops["start_ns"].to_numpy(), (ops["start_ns"] + ops["dur_ns"]).to_numpy()
     cs, ce = co["start_ns"].to_numpy(), (co["start_ns"] + co["dur_ns"]).to_numpy()
+    parent = ops["parent"].to_numpy()
+    h = {r: _outermost(hosts[r], parent) for r in ("communication", "runtime", "dataloader", "cpu_exec")}
     # comm_ops rows that are kernels already (GPU) add nothing; NPU collectives add their span
-    comm_s = np.concatenate([ks[dev["comm"]], os_[hosts["communication"]], cs])
-    comm_e = np.concatenate([ke[dev["comm"]], oe[hosts["communication"]], ce])
-    src = {"kernel": (ks[dev["compute"]], ke[dev["compute"]]),
+    comm_s = np.concatenate([ks[dev["comm"]], os_[h["communication"]], cs])
+    comm_e = np.concatenate([ke[dev["comm"]], oe[h["communication"]], ce])
+    raw = {"kernel": (ks[dev["compute"]], ke[dev["compute"]]),
            "memcpy": (ks[dev["memcpy"]], ke[dev["memcpy"]]),
            "memset": (ks[dev["memset"]], ke[dev["memset"]]),
            "communication": (comm_s, comm_e),
-           "runtime": (os_[hosts["runtime"]], oe[hosts["runtime"]]),
-           "dataloader": (os_[hosts["dataloader"]], oe[hosts["dataloader"]]),
-           "cpu_exec": (os_[hosts["cpu_exec"]], oe[hosts["cpu_exec"]])}
-    return Roles({r: union(np.asarray(a, np.int64), np.asarray(b, np.int64)) for r, (a, b) in src.items()},
-                 dev)
+           "runtime": (os_[h["runtime"]], oe[h["runtime"]]),
+           "dataloader": (os_[h["dataloader"]], oe[h["dataloader"]]),
+           "cpu_exec": (os_[h["cpu_exec"]], oe[h["cpu_exec"]])}
+    return Roles(raw, dev)
 
 
 def step_windows(profile, compat: bool = False) -> StepWindows:
@@ -179,10 +238,8 @@ def step_windows(profile, compat: bool = False) -> StepWindows:
     ok = (i >= 0)
     ok[ok] &= oe[ok] <= he[i[ok]]
     rows, si = linked[ok], i[ok]
-    dmin = np.full(n, np.iinfo(np.int64).max, np.int64)
-    dmax = np.full(n, np.iinfo(np.int64).min, np.int64)
-    np.minimum.at(dmin, si, ks[rows])
-    np.maximum.at(dmax, si, ke[rows])
+    dmin = group_reduce(np.minimum, si, ks[rows], n, np.iinfo(np.int64).max)
+    dmax = group_reduce(np.maximum, si, ke[rows], n, np.iinfo(np.int64).min)
     launched = np.bincount(si, minlength=n).astype(np.int64)
     start, end = hs.copy(), he.copy()
     if len(rows):
@@ -215,6 +272,19 @@ def step_windows(profile, compat: bool = False) -> StepWindows:
     return StepWindows(sid, start, end, hs, he, launched, notes)
 
 
+def group_reduce(ufunc, idx: np.ndarray, vals: np.ndarray, n: int, fill) -> np.ndarray:
+    """``ufunc`` (np.minimum / np.maximum / np.add) of ``vals`` per group ``idx`` in [0, n); groups
+    without rows get ``fill``.  A sort and ``reduceat`` (``ufunc.at`` is slow on big arrays)."""
+    out = np.full(n, fill, dtype=np.asarray(vals).dtype if len(vals) else np.int64)
+    if not len(idx):
+        return out
+    o = np.argsort(idx, kind="stable")
+    si, sv = idx[o], np.asarray(vals)[o]
+    first = np.flatnonzero(np.r_[True, si[1:] != si[:-1]])
+    out[si[first]] = ufunc.reduceat(sv, first)
+    return out
+
+
 def prefix_length(s: np.ndarray, e: np.ndarray, t: np.ndarray) -> np.ndarray:
     """For sorted disjoint pieces (s, e): total length of the pieces below each time in ``t``."""
     t = np.asarray(t, np.int64)
@@ -233,16 +303,25 @@ def window_lengths(s: np.ndarray, e: np.ndarray, ws: np.ndarray, we: np.ndarray)
 
 
 def breakdown(roles: Roles, win: StepWindows) -> dict:
-    """role -> int64 ns per step (aligned with ``win.steps``); the parts add up to each window."""
+    """role -> int64 ns per step (aligned with ``win.steps``); the parts add up to each window.
+
+    The priority rule is pointwise, so a role's part of a window is what the union of it and the
+    roles before it covers there, less what the roles before it cover: one running union."""
     n = len(win.steps)
-    out = {}
     if not n:
         return {r: np.zeros(0, np.int64) for r in BREAKDOWN}
-    slots = union(win.start, win.end)
+    out = {}
+    cover_s = np.zeros(0, np.int64)
+    cover_e = np.zeros(0, np.int64)
+    before = np.zeros(n, np.int64)
+    lo, hi = int(win.start.min()), int(win.end.max())
     for r in ROLES:
-        ps, pe = roles.pieces[r]
-        got = intersect(ps, pe, *slots)
-        out[r] = window_lengths(*got, win.start, win.end)
-        slots = subtract(*slots, *got, b_inside_a=True)
-    out["other"] = window_lengths(*slots, win.start, win.end)
+        a, b = roles.raw[r]
+        a, b = np.asarray(a, np.int64), np.asarray(b, np.int64)
+        keep = (b > lo) & (a < hi)                  # only what can meet a window
+        cover_s, cover_e = union(np.concatenate([cover_s, a[keep]]), np.concatenate([cover_e, b[keep]]))
+        now = window_lengths(cover_s, cover_e, win.start, win.end)
+        out[r] = now - before
+        before = now
+    out["other"] = (win.end - win.start) - before
     return out

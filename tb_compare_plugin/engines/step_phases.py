@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..model.intervals import subtract, union
 from .kernel_classes import text_flags
 from .step_breakdown import Roles, StepWindows, window_lengths
 
@@ -57,9 +56,8 @@ def phases(profile, roles: Roles, win: StepWindows, notes: list | None = None) -
     opt = _optimizer_starts(profile)
     # running max of compute ends, so "last end among kernels started before t" is one lookup
     ce_run = np.maximum.accumulate(ce) if len(ce) else ce
-    cu_s, cu_e = union(cs, ce)
-    cm_s, cm_e = roles.pieces["communication"]
-    comm_only = subtract(cm_s, cm_e, cu_s, cu_e)
+    cu_s, cu_e = roles.union_of("kernel")            # the compute kernels' union
+    comm_only = roles.comm_not_overlapped()
     b_first = np.searchsorted(cs, win.start, "left")
     b_last = np.searchsorted(cs, win.end, "left")          # compute kernels starting in [start, end)
     bound = np.zeros(n, np.int64)

@@ -21,9 +21,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..model.intervals import subtract, union
+from ..model.intervals import union
 from ..model.profile import STEP_TRACE_COLUMNS
 from .kernel_classes import text_flags
+from .step_breakdown import group_reduce
 
 OV_COMPUTING, OV_COMM, OV_COMM_NOT_OVERLAPPED, OV_FREE = 0, 1, 2, 3
 
@@ -60,19 +61,30 @@ def device_ranges(profile):
     ke = ks + k["dur_ns"].to_numpy()
     n = len(sid)
     start, end = hs.copy(), he.copy()
-    kstep = k["step"].to_numpy()
-    for j in range(n):
-        m = i == j
-        if m.any():
-            r, tj = rows[m], t[m]
-            first, last = r[tj == tj.min()], r[tj == tj.max()]
-            start[j] = int(ks[first].min())
-            end[j] = max(int(ke[last].max()), int(he[j]))
-        else:
-            tagged = np.flatnonzero(kstep == sid[j])
-            if len(tagged):
-                start[j] = int(ks[tagged].min())
-                end[j] = max(int(ke[tagged].max()), int(he[j]))
+    big, small = np.iinfo(np.int64).max, np.iinfo(np.int64).min
+    # per step: the first and the last launch time, then the tasks of those launches
+    t_min = group_reduce(np.minimum, i, t, n, big)
+    t_max = group_reduce(np.maximum, i, t, n, small)
+    f = t == t_min[i]
+    first_s = group_reduce(np.minimum, i[f], ks[rows[f]], n, big)
+    la = t == t_max[i]
+    last_e = group_reduce(np.maximum, i[la], ke[rows[la]], n, small)
+    has = t_min < big
+    start[has] = first_s[has]
+    end[has] = np.maximum(last_e[has], he[has])
+    # steps without linked launches: the tasks tagged with the step id
+    if not has.all():
+        kstep = k["step"].to_numpy()
+        so = np.argsort(sid, kind="stable")
+        p = np.clip(np.searchsorted(sid[so], kstep), 0, n - 1)
+        kj = np.where(sid[so][p] == kstep, so[p], -1)       # kernel -> its step's position
+        kj[kj >= 0] = np.where(has[kj[kj >= 0]], -1, kj[kj >= 0])
+        m = kj >= 0
+        t_first = group_reduce(np.minimum, kj[m], ks[m], n, big)
+        t_last = group_reduce(np.maximum, kj[m], ke[m], n, small)
+        got = t_first < big
+        start[got] = t_first[got]
+        end[got] = np.maximum(t_last[got], he[got])
     return sid, start, end, hs
 
 
@@ -81,12 +93,9 @@ def _lanes(profile, roles):
     ov = profile.overlap
     if len(ov):
         return (ov["kind"].to_numpy(), ov["start_ns"].to_numpy(np.int64), ov["dur_ns"].to_numpy(np.int64)), "overlap"
-    k = profile.kernels
-    comp = roles.device_rows["compute"]
-    cs = k["start_ns"].to_numpy()[comp]
-    cu = union(cs, cs + k["dur_ns"].to_numpy()[comp])
-    mu = roles.pieces["communication"]
-    not_ov = subtract(*mu, *cu)
+    cu = roles.union_of("kernel")                    # the compute kernels' union
+    mu = roles.union_of("communication")
+    not_ov = roles.comm_not_overlapped()
     bs, be = union(np.concatenate([cu[0], mu[0]]), np.concatenate([cu[1], mu[1]]))
     free = (be[:-1], bs[1:])                 # the gaps between busy periods, as Ascend's Free lane
     parts = [(OV_COMPUTING, cu), (OV_COMM, mu), (OV_COMM_NOT_OVERLAPPED, not_ov), (OV_FREE, free)]
@@ -115,24 +124,34 @@ def from_events(profile, roles) -> tuple[dict, str]:
         return np.where(hit, order[np.maximum(j, 0)], -1)
 
     js, jr = step_of(s), step_of(rs)
+    n = len(sid)
+    tot = {}
+    for kd in (OV_COMPUTING, OV_COMM, OV_COMM_NOT_OVERLAPPED, OV_FREE):
+        m = (js >= 0) & (kind == kd)
+        tot[kd] = np.bincount(js[m], weights=d[m].astype(np.float64), minlength=n)
+    mr = jr >= 0
+    bubble = np.bincount(jr[mr], weights=rd[mr].astype(np.float64), minlength=n)
+    big, small = np.iinfo(np.int64).max, np.iinfo(np.int64).min
+    m = js >= 0
+    lo = np.minimum(group_reduce(np.minimum, js[m], s[m], n, big),
+                    group_reduce(np.minimum, jr[mr], rs[mr], n, big))
+    hi = np.maximum(group_reduce(np.maximum, js[m], s[m] + d[m], n, small),
+                    group_reduce(np.maximum, jr[mr], rs[mr] + rd[mr], n, small))
+    m = (js >= 0) & ((kind == OV_COMPUTING) | (kind == OV_COMM))
+    first = group_reduce(np.minimum, js[m], s[m], n, big)
     out = {}
-    for j in range(len(sid)):
-        m, mr = js == j, jr == j
-        tot = {kd: float(d[m & (kind == kd)].sum()) for kd in (OV_COMPUTING, OV_COMM, OV_COMM_NOT_OVERLAPPED, OV_FREE)}
-        bubble = float(rd[mr].sum())
-        starts = np.concatenate([s[m], rs[mr]])
-        ends = np.concatenate([s[m] + d[m], rs[mr] + rd[mr]])
-        e2e = float(ends.max() - starts.min()) if len(starts) else 0.0
-        first = s[m & ((kind == OV_COMPUTING) | (kind == OV_COMM))]
+    for j in range(n):
+        b = float(bubble[j])
+        nov = float(tot[OV_COMM_NOT_OVERLAPPED][j])
         out[int(sid[j])] = {
-            "computing": tot[OV_COMPUTING],
-            "communication_not_overlapped": tot[OV_COMM_NOT_OVERLAPPED],
-            "overlapped": tot[OV_COMM] - tot[OV_COMM_NOT_OVERLAPPED],
-            "communication": tot[OV_COMM],
-            "free": tot[OV_FREE],
-            "stage": e2e - bubble,
-            "bubble": bubble,
-            "communication_not_overlapped_and_exclude_receive": tot[OV_COMM_NOT_OVERLAPPED] - bubble,
-            "preparing": float(first.min() - hs[j]) if len(first) else 0.0,
+            "computing": float(tot[OV_COMPUTING][j]),
+            "communication_not_overlapped": nov,
+            "overlapped": float(tot[OV_COMM][j]) - nov,
+            "communication": float(tot[OV_COMM][j]),
+            "free": float(tot[OV_FREE][j]),
+            "stage": (float(hi[j] - lo[j]) if lo[j] < big else 0.0) - b,
+            "bubble": b,
+            "communication_not_overlapped_and_exclude_receive": nov - b,
+            "preparing": float(first[j] - hs[j]) if first[j] < big else 0.0,
         }
     return out, source

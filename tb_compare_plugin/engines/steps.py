@@ -12,6 +12,7 @@ no format ids.
 """
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -164,8 +165,14 @@ METRIC_KEYS = (("phases", PHASES + SUB_PHASES), ("breakdown", BREAKDOWN))
 
 
 def compare_steps(base, target, options=None) -> StepsComparison:
-    """Both sides' steps and, per metric, the across-step statistics and the noise verdict."""
-    b, t = side_steps(base), side_steps(target)
+    """Both sides' steps and, per metric, the across-step statistics and the noise verdict.
+    The two sides are computed in two threads (numpy work, mostly outside the GIL)."""
+    if base is target:
+        b = t = side_steps(base)
+    else:
+        with ThreadPoolExecutor(max_workers=2, thread_name_prefix="steps") as ex:
+            fb, ft = ex.submit(side_steps, base), ex.submit(side_steps, target)
+            b, t = fb.result(), ft.result()
     metrics = [_metric("step_time", [s.duration_ns for s in b.steps], [s.duration_ns for s in t.steps])]
     for group, keys in METRIC_KEYS:
         for k in keys:
