@@ -295,3 +295,67 @@ def test_one_step_sides_have_unknown_noise():
     assert sc.top_differences() == []
     assert math.isclose(sum(d["baseline"]["steps"][0]["breakdown_ms"].values()),
                         d["baseline"]["steps"][0]["duration_ms"], abs_tol=1e-5)
+
+
+# ------------------------------------------------------------------ priority rule against a brute force
+
+def _synthetic(draw_kernels, draw_ops, steps):
+    from tb_compare_plugin.model import Profile, ProfileMeta, SymbolTable, make_table
+    sym = SymbolTable()
+    ks = np.array([k[0] for k in draw_kernels], np.int64)
+    kernels = make_table("kernels", len(draw_kernels), start_ns=ks,
+                         dur_ns=np.array([k[1] for k in draw_kernels], np.int64),
+                         kind=np.array([k[2] for k in draw_kernels], np.int8),
+                         name=sym.intern_many(["k"] * len(draw_kernels)))
+    cats = ["cpu_op", "cuda_runtime", "user_annotation", "python_function_x"]
+    names = ["aten::mm", "cudaLaunchKernel", "enumerate(DataLoader)#_Iter.__next__", "nccl:all_reduce"]
+    from tb_compare_plugin.model.intervals import nest
+    os_ = np.array([o[0] for o in draw_ops], np.int64)
+    od = np.array([o[1] for o in draw_ops], np.int64)
+    parent, depth = nest(os_, os_ + od)              # one thread: ops nest by time, as loaders do
+    ops = make_table("ops", len(draw_ops), start_ns=os_, dur_ns=od, parent=parent, depth=depth,
+                     cat=sym.intern_many([cats[o[2]] for o in draw_ops]),
+                     name=sym.intern_many([names[o[3]] for o in draw_ops]))
+    st = make_table("steps", len(steps), step=np.arange(1, len(steps) + 1),
+                    start_ns=np.array([s[0] for s in steps], np.int64), end_ns=np.array([s[1] for s in steps], np.int64))
+    return Profile(sym, ProfileMeta(), {"kernels": kernels, "ops": ops, "steps": st})
+
+
+def _oracle(prof, windows):
+    """Per window and part: count each ns by the first active role (ops and kernels by rule)."""
+    from tb_compare_plugin.engines.step_breakdown import ROLES, device_kinds, host_roles
+    h, d = host_roles(prof), device_kinds(prof)
+    k, o = prof.kernels, prof.ops
+    sets = {"kernel": [k.iloc[i] for i in d["compute"]], "memcpy": [k.iloc[i] for i in d["memcpy"]],
+            "memset": [k.iloc[i] for i in d["memset"]],
+            "communication": [k.iloc[i] for i in d["comm"]] + [o.iloc[i] for i in np.flatnonzero(h["communication"])],
+            "runtime": [o.iloc[i] for i in np.flatnonzero(h["runtime"])],
+            "dataloader": [o.iloc[i] for i in np.flatnonzero(h["dataloader"])],
+            "cpu_exec": [o.iloc[i] for i in np.flatnonzero(h["cpu_exec"])]}
+    out = []
+    for ws, we in windows:
+        parts = dict.fromkeys(BREAKDOWN, 0)
+        for t in range(ws, we):
+            role = next((r for r in ROLES if any(x.start_ns <= t < x.start_ns + x.dur_ns for x in sets[r])), "other")
+            parts[role] += 1
+        out.append(parts)
+    return out
+
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 90), st.integers(0, 15), st.sampled_from([0, 1, 2, 3])), max_size=8),
+       st.lists(st.tuples(st.integers(0, 90), st.integers(0, 25), st.integers(0, 3), st.integers(0, 3)), max_size=8),
+       st.lists(st.integers(0, 100), min_size=2, max_size=6, unique=True))
+def test_breakdown_equals_a_brute_force_of_the_priority_rule(kernels, ops, bounds):
+    from tb_compare_plugin.engines.step_breakdown import breakdown, role_pieces, step_windows
+    b = sorted(bounds)
+    steps = list(zip(b[:-1], b[1:]))
+    prof = _synthetic(kernels, ops, steps)
+    win = step_windows(prof)                         # no launch links: the host windows
+    assert list(zip(win.start.tolist(), win.end.tolist())) == steps
+    got = breakdown(role_pieces(prof), win)
+    for j, want in enumerate(_oracle(prof, steps)):
+        assert {k: int(got[k][j]) for k in BREAKDOWN} == want

@@ -107,8 +107,8 @@ def _lanes(profile, roles):
 
 def from_events(profile, roles) -> tuple[dict, str]:
     """(step -> {column: ns}, lanes source: "overlap" | "kernels")."""
-    if not len(profile.steps):
-        return {}, "none"
+    if not len(profile.steps) or not (len(profile.overlap) or len(profile.kernels)):
+        return {}, "none"                # no device activity: nothing to put in the columns
     sid, start, end, hs = device_ranges(profile)
     (kind, s, d), source = _lanes(profile, roles)
     co = profile.comm_ops
