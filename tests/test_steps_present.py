@@ -316,3 +316,70 @@ def test_greyed_and_coloured_metric_rows(tmp_path):
     assert (ws.cell(memcpy, 12).font.color.rgb or "")[-6:] == S.MUTED_FONT and ws.cell(memcpy, 14).value == "within noise"
     assert fill(ws.cell(step_time, 1)) is None and ws.cell(step_time, 14).value == "noise unknown"
     assert ws.cell(5, 2).value == 2 and ws.cell(5, 2 + 3 + 8 + 3).value is None      # target has one step
+
+
+# ----------------------------------------------------------------------------- overview step hints
+
+def test_step_hints_rule():
+    """Hints come from top_differences, never within noise, at most three, each moving at least
+    0.5% of the longer mean step time; with one step a side they say noise is unknown."""
+    from tb_compare_plugin.presenters.steps_json import HINT_MAX, NOISE_UNKNOWN, step_hints
+
+    def metric(name, diff, noise, n=6):
+        return {"name": name, "baseline": {"mean_ms": 100.0, "n": n}, "target": {"mean_ms": 100.0 + diff, "n": n},
+                "diff_ms": diff, "ratio": (100.0 + diff) / 100.0, "within_noise": noise}
+    metrics = [metric("step_time", 4.0, False), metric("phases.iteration_gap", 3.0, False),
+               metric("phases.tail_compute", 1.5, False), metric("phases.fwd_bwd", 0.2, False),
+               metric("phases.tail_communication", -0.9, True)]
+    steps = {"metrics": metrics, "top_differences": ["phases.iteration_gap", "phases.tail_compute", "phases.fwd_bwd",
+                                                     "phases.tail_communication"]}
+    hints = step_hints(steps)
+    assert [h["metric"] for h in hints] == ["phases.iteration_gap", "phases.tail_compute"]   # 0.2 ms < 0.5%
+    assert hints[0]["noise"] == "beyond noise" and hints[0]["diff_ms"] == 3.0 and hints[0]["label"].startswith("Iteration gap")
+    one = {"metrics": [metric("step_time", 4.0, None, 1), metric("phases.iteration_gap", 3.0, None, 1)],
+           "top_differences": ["phases.iteration_gap"]}
+    assert step_hints(one)[0]["noise"] == NOISE_UNKNOWN == "noise unknown (one step per side)"
+    many = {"metrics": [metric(f"phases.x{i}", 5.0, False) for i in range(5)],
+            "top_differences": [f"phases.x{i}" for i in range(5)]}
+    assert len(step_hints(many)) == HINT_MAX
+
+
+@pytest.mark.parametrize("pair", PAIRS, indirect=True)
+def test_route_hints_follow_the_ranking(pair):
+    from tb_compare_plugin.presenters.steps_json import step_hints
+    steps = pair.route
+    assert steps["hints"] == step_hints(steps)
+    by_name = {m["name"]: m for m in steps["metrics"]}
+    assert all(by_name[h["metric"]]["within_noise"] is not True for h in steps["hints"])
+    assert [h["metric"] for h in steps["hints"]] == [n for n in steps["top_differences"]
+                                                     if n in {h["metric"] for h in steps["hints"]}]
+    assert all(by_name[n]["within_noise"] is not True for n in steps["top_differences"])
+
+
+def test_overview_shows_the_step_hints_in_the_browser(tmp_path):
+    """The Overview, in real Chromium against a real TensorBoard, lists the route's step-level
+    hints under its own hints (asked after the overview is drawn), each linking the Steps view."""
+    from browser_util import CHROMIUM, LAUNCH_ARGS, ConsoleWatch, plugin_frame
+    from tbserver import TensorBoard
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright (Python) is not installed")
+    if not CHROMIUM.exists():
+        pytest.skip(f"no Chromium at {CHROMIUM}")
+    P = "p.profile_compare."
+    with TensorBoard(SAMPLES) as tb, sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            console = ConsoleWatch(page)
+            page.goto(f"{tb.url}/#profile_compare&{P}b={SAMPLE_IDS['baseline']}&{P}t={SAMPLE_IDS['target']}&{P}v=overview")
+            f = plugin_frame(page)
+            f.locator("#pc-content .step-hints[data-state=done]").wait_for(state="attached", timeout=120000)
+            shown = f.locator("#pc-content .step-hints li").evaluate_all(
+                "(els) => els.map((li) => ({metric: li.dataset.metric, noise: li.dataset.noise, text: li.innerText}))")
+            hints = tb.get_json("/data/plugin/profile_compare/compare/steps?"
+                                f"baseline={SAMPLE_IDS['baseline']}&target={SAMPLE_IDS['target']}")["hints"]
+            assert [s["metric"] for s in shown] == [h["metric"] for h in hints]
+            for s, h in zip(shown, hints):
+                assert s["noise"] == h["noise"] and h["label"] in s["text"] and "Steps view" in s["text"], s
+            assert not console.errors(), console.errors()
+        finally:
+            browser.close()

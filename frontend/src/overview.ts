@@ -213,6 +213,39 @@ function hintItem(v: string, name: string, delta: string, rule: HintRule | undef
                                                        `${viewLabel(x)} view`)]));
 }
 
+/** One step-level hint of `compare/steps` (`hints`, presenters/steps_json.step_hints). */
+export interface StepHint {
+  metric: string;
+  label: string;
+  diff_ms: number;
+  ratio?: number | null;
+  within_noise?: boolean | null;
+  noise: string;
+}
+
+/**
+ * The step-level hints (the server's, never one within noise): each says per step by how much
+ * the phase moved, whether that is beyond step-to-step noise or unknown (one step per side),
+ * and links the Steps view. Null when there are none.
+ */
+export function stepHints(list: StepHint[], available: Set<string>, onView: (v: string) => void): HTMLElement | null {
+  const items = list.filter((x) => x && typeof x.metric === "string" && isNum(x.diff_ms) && x.within_noise !== true)
+    .map((x) => {
+      const v = verdict(x.diff_ms, "diff");
+      return h("li", {class: v, "data-metric": x.metric, "data-noise": x.noise},
+               h("b", null, x.label), " ",
+               h("span", {class: v}, `${fmtSigned(x.diff_ms)} ms per step${isNum(x.ratio) ? ` (${fmtRatio(x.ratio)})` : ""}`),
+               h("span", {class: "muted"}, ` — ${x.noise}${available.has("steps") ? ": " : ""}`),
+               available.has("steps")
+                 ? h("button", {class: "linkish", type: "button", "data-view": "steps", onClick: () => onView("steps")},
+                     `${viewLabel("steps")} view`)
+                 : null);
+    });
+  if (!items.length) return null;
+  return h("div", null, h("h3", null, "Step by step"),
+           h("ul", {class: "hints", "aria-label": "Biggest step-level differences"}, ...items));
+}
+
 /** A headline figure: baseline → target, then the signed difference (and `extra`, e.g. the same in MiB). */
 export function kpi(name: string, base: unknown, tgt: unknown, unit: string, higherBetter = false, extra = ""): HTMLElement {
   const d = isNum(base) && isNum(tgt) ? tgt - base : null;
@@ -313,6 +346,9 @@ export function renderOverview(ctx: OverviewCtx): HTMLElement {
   out.append(kpis(ctx.data, rows));
   const hint = hints(rows, e2e, ctx);
   if (hint) out.append(h("h2", null, "Where the difference comes from"), hint);
+  // step-level hints: filled by overviewview.ts from compare/steps once it is computed (it costs
+  // more than the overview on big traces, so the overview does not wait for it)
+  out.append(h("div", {class: "step-hints", "data-state": "pending"}));
   const charts = h("div", {class: "grid2"});
   charts.append(h("div", {class: "panel"}, h("h3", null, "Time split per side (ms)"),
                   stackedBars(splitBars(rows, e2e), "ms", "Time split of baseline and target")));

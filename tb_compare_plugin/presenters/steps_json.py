@@ -6,6 +6,7 @@ The object is :meth:`engines.steps.StepsComparison.to_dict` plus, added here:
 
 * ``"top_differences"``: the ranked step-level differences (names of ``metrics``), by the rule of
   :func:`ranked` (the engine's ``top_differences`` when it has one);
+* ``"hints"``: the overview's step-level hints (:func:`step_hints`);
 * ``"notes"``: each side's notes (what could not be computed, and why) as ``"baseline: ..."`` /
   ``"target: ..."``, how ``within_noise`` is decided, and that noise is unknown when a side has
   fewer than two steps.
@@ -16,6 +17,14 @@ from __future__ import annotations
 RANKED = ("phases.iteration_gap", "phases.fwd_bwd", "phases.tail_compute", "phases.tail_communication")
 
 NOISE_UNKNOWN = "noise unknown (one step per side)"
+
+# what each ranked step-level difference is, for hints
+HINT_LABELS = {"phases.iteration_gap": "Iteration gap (waiting for data)",
+               "phases.fwd_bwd": "Forward+backward",
+               "phases.tail_compute": "Iteration tail: optimizer / gradient refresh",
+               "phases.tail_communication": "Iteration tail: communication not covered by compute"}
+HINT_MIN_SHARE = 0.005        # a step-level hint moves at least 0.5% of the longer mean step time
+HINT_MAX = 3
 
 
 def _name(m) -> str:
@@ -57,10 +66,35 @@ def steps_notes(sc) -> list[str]:
     return notes
 
 
+def step_hints(steps: dict) -> list[dict]:
+    """The overview's step-level hints from a steps answer: its ``top_differences`` (never one
+    within noise), at most ``HINT_MAX``, each moving at least ``HINT_MIN_SHARE`` of the longer
+    mean step time; ``noise`` says "beyond noise" or, with one step on a side, "noise unknown
+    (one step per side)"."""
+    by_name = {m["name"]: m for m in steps.get("metrics") or []}
+    st = by_name.get("step_time") or {}
+    scale = max([(st.get(s) or {}).get("mean_ms") or 0.0 for s in ("baseline", "target")])
+    out = []
+    for name in steps.get("top_differences") or []:
+        m = by_name.get(name)
+        if m is None or m.get("within_noise") is True or m.get("diff_ms") is None:
+            continue
+        if scale and abs(m["diff_ms"]) < HINT_MIN_SHARE * scale:
+            continue
+        noise = NOISE_UNKNOWN if m.get("within_noise") is None else noise_word(m["within_noise"])
+        out.append({"metric": name, "label": HINT_LABELS.get(name, name), "diff_ms": m["diff_ms"],
+                    "ratio": m.get("ratio"), "within_noise": m.get("within_noise"), "noise": noise,
+                    "n": {s: (m.get(s) or {}).get("n") for s in ("baseline", "target")}})
+        if len(out) >= HINT_MAX:
+            break
+    return out
+
+
 def steps_payload(cmp) -> dict:
     """The ``"steps"`` object of ``cmp`` (a Comparison)."""
     sc = cmp.steps()
     out = sc.to_dict()
     out["top_differences"] = [m.name for m in ranked(sc)]
     out["notes"] = list(out.get("notes") or []) + steps_notes(sc)
+    out["hints"] = step_hints(out)
     return out
