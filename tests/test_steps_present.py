@@ -381,5 +381,12 @@ def test_overview_shows_the_step_hints_in_the_browser(tmp_path):
             for s, h in zip(shown, hints):
                 assert s["noise"] == h["noise"] and h["label"] in s["text"] and "Steps view" in s["text"], s
             assert not console.errors(), console.errors()
+            if shown:
+                from browser_util import shoot
+                from conftest import ROOT
+                shoot(page, ROOT / "test-artifacts" / "steps_overview_hints.png", full=False,
+                      scroll_to=f.locator("#pc-content .step-hints"))
+                f.locator('#pc-content .step-hints button[data-view="steps"]').first.click()
+                f.locator("#pc-content table.steps-metrics").wait_for(timeout=60000)     # the Steps view
         finally:
             browser.close()

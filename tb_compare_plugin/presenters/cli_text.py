@@ -137,8 +137,9 @@ def _short(v) -> str:
 def _stat_text(s: dict) -> str:
     if not s or s.get("mean_ms") is None:
         return "-"
-    sd = s.get("stdev_ms")
-    return f"{_short(s['mean_ms'])} ± {_short(sd) if sd is not None else '?'} ({s.get('n', 0)})"
+    mean, sd = _short(s["mean_ms"]), s.get("stdev_ms")
+    places = len(mean.rsplit(".", 1)[1]) if "." in mean else 0       # the stdev to the mean's precision
+    return f"{mean} ± {f'{sd:,.{places}f}' if sd is not None else '?'} ({s.get('n', 0)})"
 
 
 def _signed(v) -> str:
@@ -165,7 +166,11 @@ def efficiency_text(eff: dict) -> str:
         v = (eff or {}).get(key)
         if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v):
             parts.append(f"{label} {v:.1f}%" if kind == "percent" else f"{label} {v * 100:.1f}%")
-    return ", ".join(parts) if parts else "not available"
+    if parts:
+        return ", ".join(parts)
+    why = (eff or {}).get("notes")
+    why = why[0] if isinstance(why, list) and why else why if isinstance(why, str) else ""
+    return f"not available ({' '.join(str(why).split())})" if why else "not available"
 
 
 def steps_table(steps: dict, wide: bool = False, color: bool = False) -> str:
