@@ -316,9 +316,10 @@ def _synthetic(draw_kernels, draw_ops, steps):
     ops = make_table("ops", len(draw_ops), start_ns=os_, dur_ns=od, parent=parent, depth=depth,
                      cat=sym.intern_many([cats[o[2]] for o in draw_ops]),
                      name=sym.intern_many([names[o[3]] for o in draw_ops]))
-    st = make_table("steps", len(steps), step=np.arange(1, len(steps) + 1),
-                    start_ns=np.array([s[0] for s in steps], np.int64), end_ns=np.array([s[1] for s in steps], np.int64))
-    return Profile(sym, ProfileMeta(), {"kernels": kernels, "ops": ops, "steps": st})
+    marks = make_table("steps", len(steps), step=np.arange(1, len(steps) + 1),
+                       start_ns=np.array([s[0] for s in steps], np.int64),
+                       end_ns=np.array([s[1] for s in steps], np.int64))
+    return Profile(sym, ProfileMeta(), {"kernels": kernels, "ops": ops, "steps": marks})
 
 
 def _oracle(prof, windows):
