@@ -332,14 +332,15 @@ def test_long_kernel_names_shortened_with_full_name_on_hover(browser, tb):
     t.close()
 
 
-@pytest.mark.skipif(not (CORPUS / LONG_RUN).is_dir(), reason="corpus run missing")
+@pytest.mark.skipif(not (CORPUS / LONG_RUN).is_dir() or not (CORPUS / NPU_L1).is_dir(), reason="corpus run missing")
 def test_tables_say_per_step_and_offer_the_switch(browser, tb):
-    """6-step GPU vs 2-step NPU: the operator table says its figures are per step (the server's
-    figures.note) and offers the switch; raw totals after it, in the URL and the request."""
+    """6-step GPU vs 1-step NPU: the operator table says its figures are per step (the server's
+    figures.note) and offers the switch; raw totals after it, in the URL and the request.  (Not the
+    samples' NPU run: it has 6 steps too.)"""
     t = Tab(browser, tb.url, 1024, 700)
     requests: list[str] = []
     t.page.on("request", lambda r: requests.append(r.url))
-    t.open(pair_hash(f"{LONG_RUN}/worker0.1623143089861", TARGET, "operator"), ".paged table.t")
+    t.open(pair_hash(f"{LONG_RUN}/worker0.1623143089861", f"{NPU_L1}/rank0_ascend_pt", "operator"), ".paged table.t")
     f = t.f
     note = f.locator(f"{CONTENT} [data-role=figures]")
     note.wait_for()

@@ -18,6 +18,12 @@ from test_engine_communication import _profile
 MS = 1_000_000
 ARROW = " ↔ "
 _CACHE: dict = {}
+NSTEPS = 6                      # samples/: 6 steps a side, the all-reduce jittered per step (expected.json)
+
+
+def _fig(run: str, key: str = "total") -> dict:
+    import json
+    return json.loads((SAMPLES / "expected.json").read_text())["runs"][run]["figures"][key]
 
 
 def _sample(run: str):
@@ -44,10 +50,11 @@ def test_gpu_breakdown_has_one_group_with_no_wait():
     assert len(b.groups) == 1
     g = b.groups[0]
     assert (g.key, g.label, g.pg_name) == ("0", "default_pg: 0", "default_pg")
-    assert (g.total.duration_ns, g.wait.duration_ns, g.transmit.duration_ns) == (2 * MS, 0, 2 * MS)
+    comm = _fig("baseline_gpu")["communication_us"] * 1000
+    assert (g.total.duration_ns, g.wait.duration_ns, g.transmit.duration_ns) == (comm, 0, comm)
     assert g.collectives == {"allreduce"}
-    assert g.total.kernels[0][2] == 2 and g.total.kernels[0][0].startswith("ncclDevKernel_AllReduce")
-    assert breakdown(gpu, step=1).groups[0].total.duration_ns == MS
+    assert g.total.kernels[0][2] == NSTEPS and g.total.kernels[0][0].startswith("ncclDevKernel_AllReduce")
+    assert breakdown(gpu, step=1).groups[0].total.duration_ns == _fig("baseline_gpu", "1")["communication_us"] * 1000
     assert breakdown(gpu, reference_compat=True).groups == []        # the reference has none
 
 
@@ -57,10 +64,13 @@ def test_overview_pairs_the_gpu_and_npu_groups():
     assert [(r["name"], r["depth"]) for r in block] == [
         ("default_pg: 0" + ARROW + "Group 0 Communication", 1), ("Wait", 2), ("Transmit", 2)]
     grp, wait, transmit = block
-    assert (grp["baseline"]["duration_ms"], grp["target"]["duration_ms"]) == (2.0, 3.0)
-    assert grp["diff_ms"] == pytest.approx(1.0)
-    assert (wait["baseline"]["duration_ms"], wait["target"]["duration_ms"]) == (0.0, 0.8)
-    assert (transmit["baseline"]["duration_ms"], transmit["target"]["duration_ms"]) == (2.0, 2.2)
+    b, t = _fig("baseline_gpu"), _fig("target_npu")
+    assert (grp["baseline"]["duration_ms"], grp["target"]["duration_ms"]) == (b["communication_ms"],
+                                                                              t["communication_ms"])
+    assert grp["diff_ms"] == pytest.approx(0.5 * NSTEPS)
+    assert (wait["baseline"]["duration_ms"], wait["target"]["duration_ms"]) == (0.0, _fig("target_npu")["wait_ms"])
+    assert (transmit["baseline"]["duration_ms"], transmit["target"]["duration_ms"]) == (b["transmit_ms"],
+                                                                                        t["transmit_ms"])
     note = next(n for n in res.notes if "paired" in n)
     assert "'default_pg: 0'" in note and "'Group 0 Communication'" in note and "only unmatched" in note
     assert any("Wait 0" in n for n in res.notes)
@@ -72,7 +82,8 @@ def test_overview_reference_compat_keeps_the_reference_rows():
     res = compare_overall(_sample("gpu"), _sample("npu"), reference_compat=True)
     block = _group_block(res.rows)
     assert [r["name"] for r in block] == ["Group 0 Communication", "Wait", "Transmit"]
-    assert block[0]["baseline"]["duration_ms"] == 0.0 and block[0]["target"]["duration_ms"] == 3.0
+    assert block[0]["baseline"]["duration_ms"] == 0.0
+    assert block[0]["target"]["duration_ms"] == _fig("target_npu")["communication_ms"]
     assert not any("paired" in n for n in res.notes)
 
 
@@ -82,13 +93,13 @@ def test_communication_pairs_the_gpu_and_npu_groups():
     assert [(r["name"], r["group"], r["aggregate"], r["status"]) for r in rows] == [
         ("allreduce", "default_pg: 0" + ARROW + "Group 0 Communication", False, "both")]
     r = rows[0]
-    assert r["diff_ms"] == pytest.approx(1.0, rel=0.02)
-    assert r["baseline"]["calls"] == r["target"]["calls"] == 2
-    assert r["target"]["wait_ms"] == pytest.approx(0.8)      # the least-waiting plane, as the overview
+    assert r["diff_ms"] == pytest.approx(0.5 * NSTEPS, rel=0.02)
+    assert r["baseline"]["calls"] == r["target"]["calls"] == NSTEPS
+    assert r["target"]["wait_ms"] == pytest.approx(0.4 * NSTEPS)      # the least-waiting plane, as the overview
     assert "wait_ms" not in r["baseline"]                         # NCCL: no task data
     assert len(res.notes) == 1 and "paired" in res.notes[0] and "aggregate" not in res.notes[0]
     ref = communication_compare_rows(res)                       # the reference layout stays per name
-    assert [r[8] for r in ref if r[8] != "|"] == ["allreduce"] and ref[0][15] == pytest.approx(1000.0)
+    assert [r[8] for r in ref if r[8] != "|"] == ["allreduce"] and ref[0][15] == pytest.approx(500.0 * NSTEPS)
 
 
 def test_same_names_unchanged():
@@ -96,12 +107,12 @@ def test_same_names_unchanged():
     res = compare_overall(npu, v2)
     block = _group_block(res.rows)
     assert [r["name"] for r in block] == ["Group 0 Communication", "Wait", "Transmit"]
-    assert block[0]["diff_ms"] == pytest.approx(-0.6) and block[1]["diff_ms"] == pytest.approx(-0.6)
+    assert block[0]["diff_ms"] == pytest.approx(-0.3 * NSTEPS) and block[1]["diff_ms"] == pytest.approx(-0.3 * NSTEPS)
     assert block[2]["diff_ms"] == pytest.approx(0.0, abs=1e-9)
     assert not any("paired" in n for n in res.notes)
     comm = compare_communication(npu, v2)
     assert [(r["group"], r["status"]) for r in comm.to_list()] == [("Group 0 Communication", "both")]
-    assert comm.to_list()[0]["diff_ms"] == pytest.approx(-0.3 * 2)
+    assert comm.to_list()[0]["diff_ms"] == pytest.approx(-0.3 * NSTEPS)
     assert comm.notes == []
 
 

@@ -37,6 +37,11 @@ from tb_compare_plugin.loaders import LoadError, jsonstream, kineto_json  # noqa
 MB = 1 << 20
 
 
+def _sample_kernels() -> int:
+    """Device events (kernels and copies) of the GPU sample: what the loader's kernels table holds."""
+    return sum(e.get("cat") in ("kernel", "gpu_memcpy") for e in json.loads(GPU_SAMPLE.read_text())["traceEvents"])
+
+
 def _event_halves():
     evs = json.loads(GPU_SAMPLE.read_text())["traceEvents"]
     half = len(evs) // 2
@@ -115,7 +120,7 @@ def test_whitespace_after_an_event_is_not_buffered(tmp_path):
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-    assert len(prof.tables["kernels"]) == 182
+    assert len(prof.tables["kernels"]) == _sample_kernels()
     assert peak < 30 * MB, peak
 
 
@@ -150,14 +155,14 @@ def test_gzip_past_the_expanded_limit(tmp_path, monkeypatch):
     """A small gzip that expands past the configured limit fails with the file and the limit named."""
     a, b = _event_halves()
     f = _write(tmp_path / "bomb.json.gz", [b'{"traceEvents": [', a, b",", (b" ", 12 * MB), b, b"]}"], True)
-    assert os.path.getsize(f) < 200_000                 # 12+ MB expanded
+    assert os.path.getsize(f) < 600_000                 # 12+ MB expanded
     monkeypatch.setenv("TB_COMPARE_MAX_EXPANDED_MB", "5")
     with pytest.raises(LoadError) as e:
         kineto_json.load(str(f))
     msg = str(e.value)
     assert "bomb.json.gz" in msg and "5.00 MB" not in msg and "5 MB" in msg and "TB_COMPARE_MAX_EXPANDED_MB" in msg
     monkeypatch.setenv("TB_COMPARE_MAX_EXPANDED_MB", "20")
-    assert len(kineto_json.load(str(f)).tables["kernels"]) == 182
+    assert len(kineto_json.load(str(f)).tables["kernels"]) == _sample_kernels()
 
 
 def test_plain_file_past_the_limit_and_a_bad_setting(tmp_path, monkeypatch):

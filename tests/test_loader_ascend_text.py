@@ -526,12 +526,12 @@ PRE_STREAMING = {
     "corpus/mstt_advisor_sample/ASCEND_PROFILER_OUTPUT":
         "4e5349426cbb6b44 f514e63d4e2edf2e 3761e4701a31beda cd1a8577798ee993 e3109c5cd6094e01 1053510b84dc86ce "
         "c4efe2818dd6c8ad ffa7a60cffe713fb b9ec363a253ae601 8d715bb6991d3349 d4d09ccb46cc948f 88b8dc089397b7cf",
-    "samples/target_npu/rank0_ascend_pt":
-        "590a2450c240a1bb 07bca1ef4ef6c07c fcd2d878a4299b60 be3248c308bc4e2f 68bbab77b7ffd76c 12e51911da9b2f1a "
-        "2bcbc9daf3c358c3 a98c853891f5bd5c 6b54d669b659b4a8 84f27c9a4d2b07a9 647c60c3f0045833 16288191d58cda34",
+    "samples/target_npu/rank0_ascend_pt":       # samples/ regenerated with 6 steps (issue 15)
+        "e76d454439a05f1a b13e1110c2c92649 65eb0cdf3b278eb3 ee2ee476e1398ae6 aba57706dcf93ba6 18d91b9ec50cdbec "
+        "7c176a25a1b496ff b336482628b17767 a0d2e6cb941dda46 758074af83ffbda0 5d90f35dd185510f 52139b5620f8e2ad",
     "samples/target_npu_v2/rank0_ascend_pt":
-        "590a2450c240a1bb 07bca1ef4ef6c07c 9872b0f56a9d5faf fc489d5e7d7d9ea1 e132d3e7b0dc953b ef8f838ad60dea25 "
-        "6882973f33c6db2d f62843ce7ea61c55 e937cf80a2983698 2a8c0b1aa54d5707 83a842e236f063e1 bf989bfe41cfe91d",
+        "e76d454439a05f1a b13e1110c2c92649 bb0fcdd39ca0e7a5 18bcdd1ee4241b36 7905ca840d91a8ab fd75d34e42d70f8d "
+        "13140d4b7145001e 520e759e8ccbe0b5 b3608d31c4ab9cb7 cf432f854a845715 a1a0473050c20d8a 45ffe75b074db21f",
 }
 _DIGEST_KEYS = ["symbols", "meta", "comm_ops", "comm_tasks", "fwdbwd", "kernels", "mem_allocs", "mem_records",
                 "ops", "overlap", "pyfuncs", "steps"]

@@ -95,10 +95,10 @@ def test_parts_add_up_to_e2e():
             assert parts == pytest.approx(r["E2E Time"][side]["duration_ms"], abs=1e-6)
 
 
-@pytest.mark.parametrize("step", [1, 2])
+@pytest.mark.parametrize("step", [1, 2, 6])
 def test_step_figures_match_expected(step):
     """One step on each side: E2E runs until the next step's device work begins (the gap is
-    that step's Free time), on GPU as on NPU."""
+    that step's Free time), on GPU as on NPU; the last step ends at its last task."""
     payload = cli_json("baseline_gpu", "target_npu", "--base-step", str(step), "--target-step", str(step))
     r = rows(payload)
     for side, run in (("baseline", "baseline_gpu"), ("target", "target_npu")):

@@ -149,8 +149,9 @@ def test_oversized_and_hostile_requests(tmp_path):
 
 def test_operator_default_order_is_the_device_difference(tmp_path, monkeypatch):
     """compare/operator without `sort`: by the total device difference (diff_ms, also its
-    min |diff| column), descending -- the all-reduce's AccumulateGrad before the planted
-    matmul, as on the overview's top hint. The compute-only order is one `sort` away."""
+    min |diff| column), descending -- the slower optimizer (samples #9), then the all-reduce's
+    AccumulateGrad before the planted matmul, as on the overview's top hint. The compute-only
+    order is one `sort` away."""
     if not (SAMPLES / "baseline_gpu").is_dir():
         pytest.skip("samples not generated")
     monkeypatch.setenv("TB_COMPARE_CACHE_DIR", str(tmp_path / "cache"))
@@ -171,9 +172,11 @@ def test_operator_default_order_is_the_device_difference(tmp_path, monkeypatch):
     diffs = [row["diff_ms"] for row in body["rows"]]
     assert len(diffs) == body["total"] > 2
     assert diffs == sorted(diffs, reverse=True) and diffs[0] > diffs[-1]
-    assert [abs(d) for d in diffs] == sorted((abs(d) for d in diffs), reverse=True)   # no improvement here
-    assert "AccumulateGrad" in body["rows"][0]["name"] and body["rows"][1]["name"] == "aten::linear"
+    big = [d for d in diffs if abs(d) > 0.01]        # (the HtoD copy differs by a few µs of noise, #10)
+    assert [abs(d) for d in big] == sorted((abs(d) for d in big), reverse=True)   # no improvement here
+    names = [r["name"] for r in body["rows"]]
+    assert names[0] == "Optimizer.step#AdamW.step" and "AccumulateGrad" in names[1] and names[2] == "aten::linear"
     compute = page(sort="diff_compute_ms")["rows"]
-    assert compute[0]["name"] == "aten::linear"
+    assert [r["name"] for r in compute[:2]] == ["Optimizer.step#AdamW.step", "aten::linear"]
     # min |diff| filters on the default column: the all-reduce's row (comm only) stays
-    assert "AccumulateGrad" in page(min_diff=0.5)["rows"][0]["name"]
+    assert "AccumulateGrad" in page(min_diff=0.5)["rows"][1]["name"]

@@ -8,7 +8,7 @@ import json
 import zlib
 from pathlib import Path
 
-from .common import GRAD_TOTAL, KINDS, MIB, us
+from .common import GRAD_TOTAL, KINDS, MIB, NSTEPS, us
 from .figures import planes, subtract, union
 from .formatting import host_nodes, kernel_io, r3, shapes_cell, tss, tsu
 
@@ -97,7 +97,7 @@ class NpuExport:
     def step_rows(self):
         rows = [["Step", "Computing", "Communication(Not Overlapped)", "Overlapped", "Communication", "Free", "Stage",
                  "Bubble", "Communication(Not Overlapped and Exclude Receive)", "Preparing"]]
-        for st in (1, 2):
+        for st in range(1, NSTEPS + 1):
             f = self.run.figs[str(st)]
             ps = self.run.steps[st - 1]["node"]
             comp, unc = f["computing_us"] * 1000, f["uncovered_communication_us"] * 1000
@@ -384,7 +384,7 @@ class NpuExport:
 
     def communication(self):
         comm, matrix = {}, {}
-        for st in (1, 2):
+        for st in range(1, NSTEPS + 1):
             ops = [tk for tk in self.comm if tk["step"] == st]
             coll, mcoll = {}, {}
             tot = {"elapse": 0, "transit": 0, "wait": 0, "sync": 0, "size": 0, "ttime": 0, "dist": {}}
@@ -468,7 +468,7 @@ class NpuExport:
         (out / "communication_matrix.json").write_text(json.dumps(matrix), encoding="utf-8", newline="")
         info = {"config": {"common_config": {
             "activities": ["ProfilerActivity.CPU", "ProfilerActivity.NPU"],
-            "schedule": {"wait": 0, "active": 2, "warmup": 1, "repeat": 1, "skip_first": 5},
+            "schedule": {"wait": 0, "active": NSTEPS, "warmup": 1, "repeat": 1, "skip_first": 5},
             "record_shapes": True, "profile_memory": True, "with_stack": True, "with_flops": False,
             "with_modules": True},
             "experimental_config": {"_profiler_level": "Level1", "_aic_metrics": "ACL_AICORE_PIPE_UTILIZATION",

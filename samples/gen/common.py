@@ -8,13 +8,32 @@ import zlib
 MIB = 1 << 20
 B, T, C, NH, V = 4, 512, 1024, 16, 32000          # batch, sequence, width, heads, vocabulary
 D, N, F32 = C // NH, B * T, 4
-GAP, STEP_GAP, LEAD = 4, 300, 400                 # µs: device gap between tasks, between steps, first lead
+NSTEPS = 6                                        # ProfilerStep#1 .. #NSTEPS on every side
+GAP = (3, 5)                                      # µs: device gap in front of a task, jittered in [3, 5]
+LEAD = (300, 340)                                 # µs: host DataLoader end -> first device task of a step
+DATALOADER_US = (150, 420)                        # µs: the DataLoader __next__ of a step, before any stall
 NCCL_US, CAST_US, TRANSDATA_US = 1000, 10, 25
+STALL_US = 3000                                   # planted #8: the target's DataLoader __next__ is longer by this
+OPT_EXTRA_US = {"fe_mul": 225, "fe_lerp": 375, "fe_addcmul": 375, "fe_addcdiv": 525}  # planted #9: +1500 µs a step
+MEMCPY_SLOT = 16                                  # µs: the HtoD copy ends this long after its gap, whatever it lasts
+# planted #10, noise only: the labels HtoD copy of each step (µs), jittered independently per run
+MEMCPY_US = {"baseline_gpu": (10, 13, 9, 12, 8, 11), "target_npu": (12, 9, 11, 8, 13, 11),
+             "target_npu_v2": (9, 12, 10, 13, 11, 9)}
 RUNS = {  # run -> variant; only the keys below differ between the three runs
     "baseline_gpu": dict(dev="GPU"),
-    "target_npu": dict(dev="NPU", fc1_b1=2.0, ln=1.0, hcom=1500, waits=(400, 600), extra=256 * MIB),
-    "target_npu_v2": dict(dev="NPU", fc1_b1=1.0, ln=1.5, hcom=1200, waits=(100, 300), extra=256 * MIB),
+    "target_npu": dict(dev="NPU", fc1_b1=2.0, ln=1.0, hcom=1500, waits=(400, 600), extra=256 * MIB,
+                       stall=STALL_US, opt_extra=OPT_EXTRA_US),
+    "target_npu_v2": dict(dev="NPU", fc1_b1=1.0, ln=1.5, hcom=1200, waits=(100, 300), extra=256 * MIB,
+                          stall=STALL_US, opt_extra=OPT_EXTRA_US),
 }
+# per-step kernel jitter, ± µs by kind; the same draw for the same kernel of the same step on every side, so
+# every kernel both sides run keeps equal durations (and every planted difference its exact size) step by step
+KERNEL_JITTER = {"addmm": 6, "mm": 6, "mm_head": 10, "bmm": 3, "gather": 1, "ln": 1, "div": 1, "softmax": 2, "add": 1,
+                 "gelu": 2, "logsm": 4, "nll": 1, "fill": 0, "nll_bwd": 1, "logsm_bwd": 4, "ln_bwd_x": 1,
+                 "ln_bwd_gb": 1, "sum": 1, "gelu_bwd": 2, "softmax_bwd": 2, "emb_bwd": 1, "fe_mul": 2, "fe_lerp": 2,
+                 "fe_addcmul": 2, "fe_addcdiv": 3, "nccl": 25, "cast": 0, "transdata": 0, "memcpy": 0}
+DATALOADER = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"
+DATALOADER_FRAMES = ("torch/utils/data/dataloader.py(701): __next__", "torch/utils/data/dataloader.py(757): _next_data")
 MATMUL_KINDS = {"addmm", "mm", "mm_head", "bmm"}
 # kind: (GPU kernel name, NPU aclnn api, NPU impl, NPU Type, Accelerator Core)
 _EW = "void at::native::vectorized_elementwise_kernel<4, "
@@ -135,3 +154,15 @@ def us(x) -> int:
 def jit(path: str, span: int = 900) -> int:
     """Deterministic 'natural looking' sub-µs jitter (ns) keyed by a node path."""
     return zlib.crc32(path.encode()) % span
+
+
+def spread(key: str, lo: int, hi: int) -> int:
+    """A deterministic integer in [lo, hi] keyed by ``key`` (the generator's only source of jitter: no RNG state,
+    no clock, the same on every platform)."""
+    return lo + zlib.crc32(("spread:" + key).encode()) % (hi - lo + 1)
+
+
+def kernel_jitter(step: int, kind: str, key: str) -> int:
+    """± µs added to a kernel of ``kind`` in ``step``; ``key`` names the kernel the same way on every side."""
+    a = KERNEL_JITTER[kind]
+    return spread(f"{step}|{key}", -a, a) if a else 0

@@ -2,7 +2,7 @@
 tasks) and the memory timeline both formats write."""
 from __future__ import annotations
 
-from .common import GRAD_TOTAL, MATMUL_KINDS, MIB, NPU_ONLY, PARAM_STATE, us
+from .common import GRAD_TOTAL, MATMUL_KINDS, MIB, NPU_ONLY, NSTEPS, PARAM_STATE, us
 
 
 def walk(node):
@@ -66,10 +66,11 @@ def figures(run):
     """Per step and capture totals, in integer µs (exact) and bytes."""
     res = {}
     comp = [tk for tk in run.tasks if tk["kind"] not in ("nccl", "memcpy")]
-    starts = {st: min(tk["start"] for tk in run.tasks if tk["step"] == st) for st in (1, 2)}
-    ends = {st: max(tk["end"] for tk in run.tasks if tk["step"] == st) for st in (1, 2)}
-    windows = {1: (starts[1], starts[2]), 2: (starts[2], ends[2])}
-    windows["total"] = (starts[1], ends[2])
+    steps = range(1, NSTEPS + 1)
+    starts = {st: min(tk["start"] for tk in run.tasks if tk["step"] == st) for st in steps}
+    last = max(tk["end"] for tk in run.tasks if tk["step"] == NSTEPS)
+    windows = {st: (starts[st], starts[st + 1] if st < NSTEPS else last) for st in steps}
+    windows["total"] = (starts[1], last)
     for key, (w0, w1) in windows.items():
         ts_ = [tk for tk in run.tasks if key == "total" or tk["step"] == key]
         cmp_ = [tk for tk in ts_ if tk in comp]
@@ -118,6 +119,46 @@ def figures(run):
     res["memory"] = run.memfig
     res["modules_fwd_us"] = module_times(run)
     return res
+
+
+STEP_FIGURES = ("duration", "iteration_gap", "fwd_bwd", "tail", "tail_compute", "tail_communication", "tail_idle",
+                "dataloader", "memcpy")
+
+
+def step_phases(run):
+    """Per step (host window [ProfilerStep#N start, end]) the phase figures of expected.json "steps", in ns:
+
+    * iteration_gap: ProfilerStep#N start -> start of the step's first device task (the device is idle: the
+      previous step ended before it; the host runs the DataLoader, zero_grad and the first launches);
+    * fwd_bwd: first device task start -> end of the last compute task launched by the forward or backward
+      pass (the last task before the all-reduce; everything launched before Optimizer.step);
+    * tail: end of fwd_bwd -> ProfilerStep#N end, so iteration_gap + fwd_bwd + tail = duration;
+    * tail_compute: compute task time inside the tail (the optimizer's kernels);
+    * tail_communication: communication op time inside the tail not covered by compute (the all-reduce);
+    * tail_idle: tail - tail_compute - tail_communication;
+    * dataloader: the step's DataLoader ``__next__`` host op; memcpy: the step's HtoD copy (device time).
+    """
+    out = []
+    for st in run.steps:
+        ps, n = st["node"], st["step"]
+        tks = [tk for tk in run.tasks if tk["step"] == n]
+        first = min(tk["start"] for tk in tks)
+        fb_end = max(tk["end"] for tk in tks if tk["kind"] not in ("nccl", "memcpy") and tk["phase"] != "opt")
+        assert all(tk["phase"] == "opt" or tk["kind"] == "nccl" or tk["end"] <= fb_end for tk in tks)
+        comp = union([[max(tk["start"], fb_end), tk["end"]] for tk in tks
+                      if tk["kind"] not in ("nccl", "memcpy") and tk["end"] > fb_end])
+        comm = subtract(union([[max(tk["start"], fb_end), tk["end"]] for tk in tks
+                               if tk["kind"] == "nccl" and tk["end"] > fb_end]), comp)
+        tail = ps.end - fb_end
+        dl = ps.kids[0]
+        f = {"duration": ps.end - ps.start, "iteration_gap": first - ps.start, "fwd_bwd": fb_end - first,
+             "tail": tail, "tail_compute": sum(e - s for s, e in comp),
+             "tail_communication": sum(e - s for s, e in comm), "dataloader": dl.end - dl.start,
+             "memcpy": sum(tk["dur"] for tk in tks if tk["kind"] == "memcpy")}
+        f["tail_idle"] = tail - f["tail_compute"] - f["tail_communication"]
+        assert f["iteration_gap"] + f["fwd_bwd"] + f["tail"] == f["duration"]
+        out.append(dict(step=n, start_ns=ps.start, **{k: f[k] for k in STEP_FIGURES}))
+    return out
 
 
 def module_times(run):

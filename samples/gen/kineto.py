@@ -53,7 +53,7 @@ def write_gpu(run, path: Path):
         idx += 1
         if n.dims is not None and n.cat == "cpu_op":
             a["Input Dims"], a["Input type"] = n.dims, n.types
-        if n.tid == run.main_tid and n.stack:
+        if n.tid == run.main_tid and n.stack and n.cat == "cpu_op":
             a["Call stack"] = ";".join(n.stack)
         if n.name == "record_param_comms":
             a.update({"Process Group Name": "0", "Global rank stride": 1, "Out msg nelems": GRAD_TOTAL // 4,

@@ -234,11 +234,13 @@ class Program:
 
     def optimizer(self):
         lst = [[]] * 3
+        extra = self.var.get("opt_extra", {})        # planted #9: a slower optimizer in the NPU runs
+        d = lambda kind, us_: [(kind, us_ + extra.get(kind, 0))]  # noqa: E731
         return Node("Optimizer.step#AdamW.step", kids=[
-            self.leaf("aten::_foreach_mul_", [("fe_mul", 60)], [[], []], types=["TensorList", "Scalar"]),
-            self.leaf("aten::_foreach_lerp_", [("fe_lerp", 100)], [[], [], []], types=["TensorList"] * 2 + ["Scalar"]),
-            self.leaf("aten::_foreach_addcmul_", [("fe_addcmul", 100)], lst + [[]],
+            self.leaf("aten::_foreach_mul_", d("fe_mul", 60), [[], []], types=["TensorList", "Scalar"]),
+            self.leaf("aten::_foreach_lerp_", d("fe_lerp", 100), [[], [], []], types=["TensorList"] * 2 + ["Scalar"]),
+            self.leaf("aten::_foreach_addcmul_", d("fe_addcmul", 100), lst + [[]],
                       types=["TensorList"] * 3 + ["Scalar"]),
-            self.leaf("aten::_foreach_addcdiv_", [("fe_addcdiv", 140)], lst + [[]],
+            self.leaf("aten::_foreach_addcdiv_", d("fe_addcdiv", 140), lst + [[]],
                       types=["TensorList"] * 3 + ["Scalar"]),
         ], pre=40.0, post=25.0)

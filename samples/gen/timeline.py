@@ -1,10 +1,22 @@
 """Placement of the program on a run's host and device timelines: host times, launches, the
-device schedule, communication and memory records, for both steps."""
+device schedule, communication and memory records, for every step.
+
+Jitter: host times carry sub-µs jitter keyed by (step, node path); kernel durations and the device gaps
+in front of tasks carry whole-µs jitter keyed by (step, kernel path), which names a kernel the same way
+on every side, so shared kernels stay equal step by step; the DataLoader and the lead of each step's
+device work come from per-step draws shared by every side.  Only the planted differences and the
+labels HtoD copy (planted #10, noise only: ``MEMCPY_US`` per run) differ between runs."""
 from __future__ import annotations
 
-from .common import CALL_IMPL, GAP, LEAD, NPU_ONLY, PREV_GRADS, SRC, STEP_GAP, TRAIN, jit, us
+from .common import (CALL_IMPL, DATALOADER, DATALOADER_FRAMES, DATALOADER_US, GAP, LEAD, MEMCPY_SLOT, MEMCPY_US,
+                     NPU_ONLY, NSTEPS, PREV_GRADS, SRC, TRAIN, jit, kernel_jitter, spread, us)
 from .program import Node, Program
 from .figures import walk
+
+
+def step_dataloader_us(step: int) -> int:
+    """The DataLoader ``__next__`` of a step before any stall (µs), the same on every side."""
+    return spread(f"dataloader{step}", *DATALOADER_US)
 
 
 class Run:
@@ -30,7 +42,7 @@ class Run:
     def place(self, node, t, tid, frames, path, ctx):
         node.start, node.tid = t, tid
         node.stack = list(reversed(frames))
-        t += us(node.pre) + jit(path + "#pre", 400)
+        t += us(node.pre) + jit(f"{ctx['step']}/" + path + "#pre", 400)
         if node.mod:
             fi = len(self.pyframes)
             self.pyframes.append([node.name, node.start, 0, ctx["pyparent"], node.mod])
@@ -51,8 +63,8 @@ class Run:
         for kid in node.kids:
             names[kid.name] = names.get(kid.name, 0) + 1
             kpath = f"{path}/{kid.name}#{names[kid.name]}"
-            t = self.place(kid, t, tid, frames, kpath, ctx) + us(1.1) + jit(kpath + "#gap", 300)
-        t += us(node.post) + jit(path + "#post", 400)
+            t = self.place(kid, t, tid, frames, kpath, ctx) + us(1.1) + jit(f"{ctx['step']}/" + kpath + "#gap", 300)
+        t += us(node.post) + jit(f"{ctx['step']}/" + path + "#post", 400)
         node.end = t
         if node.mod:
             fi, ci, si = node.frames
@@ -61,6 +73,17 @@ class Run:
             self.pyframes[si][2] = node.end - 1100
         return t
 
+    def task(self, kind, dur, path, i, launch, node, ctx, ready):
+        """One device task: its jittered duration and the jittered gap in front of it (shared keys)."""
+        step = ctx["step"]
+        key = "allreduce" if kind == "nccl" else f"{path}#k{i}"
+        if kind == "memcpy":
+            d = us(MEMCPY_US[self.name][step - 1])
+        else:
+            d = us(dur + kernel_jitter(step, kind, key))
+        return dict(kind=kind, dur=d, launch=launch, op=node, ready=ready, step=step, phase=ctx["phase"],
+                    gap=us(spread(f"gap{step}|{key}", *GAP)), corr=launch.corr if ready is not None else None)
+
     def place_launch(self, node, t, path, ctx):
         slot = us(11)
         nk = len(node.kern)
@@ -68,26 +91,26 @@ class Run:
             for i, (kind, dur) in enumerate(node.kern):
                 rname = node.launch or "cudaLaunchKernel"
                 r = Node(rname, "cuda_runtime")
-                r.start = t + i * slot + us(1.5) + jit(path + f"#r{i}", 300)
-                r.end = r.start + us(5.5 if rname == "cudaLaunchKernel" else 9.0) + jit(path + f"#rd{i}", 700)
+                r.start = t + i * slot + us(1.5) + jit(f"{ctx['step']}/" + path + f"#r{i}", 300)
+                r.end = r.start + us(5.5 if rname == "cudaLaunchKernel" else 9.0) + jit(f"{ctx['step']}/" + path + f"#rd{i}", 700)
                 r.tid = node.tid
                 self.corr += 1
                 r.corr = self.corr
                 node.launches.append(r)
-                self.tasks.append(dict(kind=kind, dur=us(dur), launch=r, op=node, ready=r.end + us(2),
-                                       step=ctx["step"], corr=r.corr))
+                self.tasks.append(self.task(kind, dur, path, i, r, node, ctx, r.end + us(2)))
         else:
             a = Node(node.api, "cpu_op")
-            a.start = t + jit(path + "#api", 300)
+            a.start = t + jit(f"{ctx['step']}/" + path + "#api", 300)
             a.end = t + nk * slot - us(1.0)
             a.tid = node.tid
             self.corr += 1
-            a.enq = (a.start + us(2.5), us(2.1) + jit(path + "#enq", 500), self.corr)
+            a.enq = (a.start + us(2.5), us(2.1) + jit(f"{ctx['step']}/" + path + "#enq", 500), self.corr)
             node.launches.append(a)
             self.enqs.append(a)
             a.tasks = []
-            for kind, dur in node.kern:
-                task = dict(kind=kind, dur=us(dur), launch=a, op=node, ready=None, step=ctx["step"], corr=a.enq[2])
+            for i, (kind, dur) in enumerate(node.kern):
+                task = self.task(kind, dur, path, i, a, node, ctx, None)
+                task["corr"] = a.enq[2]
                 a.tasks.append(task)
                 self.tasks.append(task)
         return t + nk * slot
@@ -118,11 +141,25 @@ class Run:
             r["free"] = (t + i * 200, ev.kids[0] if ev.kids else ev)
 
     # -- one step
+    def dataloader(self, step, t0):
+        """The step's ``enumerate(DataLoader)#...__next__`` (planted #8: longer by ``stall`` in the NPU runs)
+        under its Python frames, at the start of ProfilerStep#N as in real captures."""
+        dl = Node(DATALOADER, "user_annotation" if self.dev == "GPU" else "cpu_op")
+        dl.tid = self.main_tid
+        dl.stack = [DATALOADER_FRAMES[0], TRAIN[0]]
+        dl.start = t0 + us(4.1) + jit(f"{step}/dl", 400)
+        dl.end = dl.start + us(step_dataloader_us(step) + self.var.get("stall", 0)) + jit(f"{step}/dl#d", 900)
+        f0 = len(self.pyframes)
+        self.pyframes.append([DATALOADER_FRAMES[0], dl.start - us(1.3), dl.end + us(0.9), 0, None])
+        self.pyframes.append([DATALOADER_FRAMES[1], dl.start + us(2.4), dl.end - us(1.7), f0, None])
+        return dl
+
     def run_step(self, step, t0, prev_grads):
         prog = Program(self.var, step)
-        self.pyframes.append([TRAIN[1], t0 - us(3.1), 0, 0, None])
-        ctx = dict(step=step, pyparent=len(self.pyframes) - 1, tmp=[], grads=[], saved={})
         ps = Node(f"ProfilerStep#{step}", "user_annotation" if self.dev == "GPU" else "cpu_op")
+        dl = self.dataloader(step, t0)
+        self.pyframes.append([TRAIN[1], dl.end + us(2.0), 0, 0, None])
+        ctx = dict(step=step, pyparent=len(self.pyframes) - 1, tmp=[], grads=[], saved={}, phase="fwd")
         zero = Node("Optimizer.zero_grad#AdamW.zero_grad", pre=6.0, post=30.0)
         fwd = prog.forward()
         ones = Node("aten::ones_like", kids=[Node("aten::empty_like", dims=[[], [], [], [], [], []],
@@ -130,11 +167,11 @@ class Run:
                                              prog.leaf("aten::fill_", [("fill", 4)], [[], []],
                                                        types=["float", "Scalar"])],
                     dims=[[], [], [], [], [], []], types=["float"] + [""] * 5)
-        ps.kids = [zero, fwd, ones]
+        ps.kids = [dl, zero, fwd, ones]
         frames = list(TRAIN)
         ps.start = t0
         ps.tid = self.main_tid
-        t = t0 + us(9.3)
+        t = dl.end + us(4.6) + jit(f"{step}/zero", 500)
         zero.start, zero.tid, zero.stack = t, self.main_tid, list(reversed(frames))
         for i, r in enumerate(prev_grads):  # zero_grad(set_to_none=True) frees last step's grads
             r["free"] = (t + us(3) + i * 250, zero)
@@ -144,11 +181,13 @@ class Run:
         t = self.place(ones, t, self.main_tid, frames, "s/ones", ctx) + us(6.0)
         bwd = prog.backward()
         tb = t
+        ctx["phase"] = "bwd"
         for i, ev in enumerate(bwd):
             tb = self.place(ev, tb, self.bwd_tid, [], f"b/{ev.kids[0].name}#{i}", ctx) + us(2.4)
             self.release(ev, ctx)
-        t = tb + us(14.0)
+        t = tb + us(14.0) + jit(f"{step}/opt#lead", 700)
         opt = prog.optimizer()
+        ctx["phase"] = "opt"
         t = self.place(opt, t, self.main_tid, frames, "s/opt", ctx) + us(3.1)
         ps.kids.append(opt)
         self.steps.append(dict(step=step, node=ps, bwd=bwd, grads=ctx["grads"]))
@@ -157,13 +196,18 @@ class Run:
         return t
 
     def schedule(self, step, dev_start):
-        """Device start times: every task starts GAP µs after the previous one ends (0 after an NPU-only task)."""
+        """Device start times: every task starts its jittered gap after the previous one ends.  An NPU-only task
+        takes the gap of the shared task after it, which then follows with no gap; the HtoD copy ends
+        MEMCPY_SLOT µs after its gap whatever it lasts, so neither moves any shared task."""
         tasks = [tk for tk in self.tasks if tk["step"] == step]
         t = dev_start
         prev_only = False
         for i, tk in enumerate(tasks):
-            if i:
-                t += 0 if prev_only else us(GAP)
+            if i and not prev_only:
+                nxt = next(x for x in tasks[i:] if x["kind"] not in NPU_ONLY)
+                t += nxt["gap"]
+            if tk["kind"] == "memcpy":
+                t += us(MEMCPY_SLOT) - tk["dur"]
             tk["start"] = t
             if tk["ready"] is not None and tk["start"] < tk["ready"]:
                 raise AssertionError(f"{self.name} step {step}: task {i} {tk['kind']} starts before its launch")
@@ -221,21 +265,28 @@ class Run:
         self.mem.extend(prev_grads)
         self.deq_last, self.conn_id = 0, 4000
         self.pyframes.append([TRAIN[0], self.host0 - us(120.5), 0, -1, None])
-        for step in (1, 2):
+        dev_end = None
+        for step in range(1, NSTEPS + 1):
             first_enq = len(self.enqs)
             t_end = self.run_step(step, t, prev_grads)
             if self.dev == "NPU":
                 self.dequeue(self.enqs[first_enq:])
-            if dev_start is None:
-                dev_start = (self.steps[0]["node"].start + us(LEAD)) // 1000 * 1000 + self.dev_frac
+            ps = self.steps[-1]["node"]
+            # the device idles from the step's start until the host has fetched the batch and launched the
+            # forward: a whole number of µs after the previous step's last task (so device times keep their
+            # fraction), the same on every side but for the stall
+            lead = 10 + step_dataloader_us(step) + self.var.get("stall", 0) + spread(f"lead{step}", *LEAD)
+            if dev_end is None:
+                dev_start = ps.start - ps.start % 1000 + self.dev_frac + us(lead)
+            else:
+                dev_start = dev_end + us(-(-(ps.start - dev_end) // 1000) + lead)
             dev_end = self.schedule(step, dev_start)
             sync_end = max(t_end + us(3), dev_end + us(6.2))   # the host waits for the device
+            assert sync_end == dev_end + us(6.2), f"{self.name} step {step}: the host ends after the device"
             self.sync.append((t_end, sync_end))
-            ps = self.steps[-1]["node"]
             ps.end = sync_end + us(4.4)
             prev_grads = self.steps[-1]["grads"]
-            t = ps.end + us(8.0)
-            dev_start = dev_end + us(STEP_GAP)
+            t = ps.end + us(8.0) + jit(f"{step}/next", 900)
             self.pyframes[self.step_frame(step)][2] = ps.end + us(2.2)
         self.end = t
         self.pyframes[0][2] = t + us(55.0)
