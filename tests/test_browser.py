@@ -227,8 +227,8 @@ def test_overview_shows_the_planted_regressions(tab):
     assert any(n.startswith("Matmul") for n in names), names
     assert "Uncovered Communication Time" in names, names
     # the step-level plants move the overview most: the data-loader stall in Free, the slower optimizer in
-    # Vector (No Trans) (samples/README "Planted step-level differences")
-    assert "Free Time" in names and "Vector (No Trans)" in names, names
+    # Vector (No Trans) (samples/README "Planted step-level differences"; the hint may name its parent Vector)
+    assert "Free Time" in names and any(n.startswith("Vector") and n != "Vector (Trans)" for n in names), names
     # the collective on both sides: all-reduce +1.0 ms
     comm = tab.rows(f"{CONTENT} table.comm")
     ar = next(r for r in comm if r["name"] == "allreduce")
@@ -338,11 +338,12 @@ def test_operator_search_sort_and_min_diff(tab):
     assert hash_params(tab.page).get(P + "s") == "b_count" and hash_params(tab.page).get(P + "o") == "asc"
     f.locator('button[data-role="default-order"]').click()
     wait_for(lambda: P + "s" not in hash_params(tab.page), 20)
-    # min |diff|: only the rows that moved by at least 0.05 ms
+    # min |diff|: only the rows that moved by at least 0.15 ms (fc1 +2.4, TransData +0.3; the 12 top-level
+    # Casts of the 6 steps, +0.12 ms, are filtered out)
     md = f.get_by_label(re.compile("Minimum absolute difference"))
-    md.fill("0.05")
+    md.fill("0.15")
     md.press("Enter")
-    wait_for(lambda: "min_diff=0.05" in tab.last_request("operator"), 20)
+    wait_for(lambda: "min_diff=0.15" in tab.last_request("operator"), 20)
     wait_for(lambda: "filtered from" in f.locator(f"{CONTENT} [data-role=page-label]").first.inner_text(), 20)
     names = [r["name"] for r in tab.rows(table)]
     assert "aten::linear" in names and "aten::npu_format_cast" in names and "npu::npu_dtype_cast" not in names, names
@@ -400,7 +401,7 @@ def test_module_tree_then_flat_when_sorted(tab):
     wait_for(lambda: f"sort={tot_key}" in tab.last_request("module"), 20)
     f.locator(f"{CONTENT} .paged table:not(.tree)").wait_for(timeout=5000)
     flat = [r["name"] for r in tab.rows(table)]
-    assert flat[0] == "/TinyLM_0", flat[:5]
+    assert flat[:2] == ["/" + OPTIMIZER, "/TinyLM_0"], flat[:5]          # the slower optimizer (#9) first
     assert "/TinyLM_0/Block_1/MLP_1/Linear_6" in flat[:8], flat[:8]
     shoot(tab.page, ART / "module_flat.png", full=False)
     f.locator('button[data-role="default-order"]').click()
@@ -460,7 +461,8 @@ def test_memory_view(tab):
     f.locator(mem).wait_for(timeout=10000)
     assert tab.rows(mem)[0]["name"] == "aten::gelu"
     shoot(tab.page, ART / "memory.png")
-    # drag to zoom into the first step, then reset
+    # drag to zoom into the first steps, then reset (the chart in the viewport first: the mouse acts there)
+    chart.scroll_into_view_if_needed()
     ticks = chart.locator("g.axis text").all_inner_texts()
     box = chart.bounding_box()
     tab.page.mouse.move(box["x"] + box["width"] * 0.08, box["y"] + box["height"] * 0.5)
