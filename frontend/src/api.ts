@@ -114,3 +114,38 @@ export async function fetchReady<T>(u: string, alive: () => boolean,
     wait = Math.min(2000, wait * 1.5);
   }
 }
+
+/**
+ * POST a JSON body to a route that computes (`cluster`): 202 answers call onProgress and the
+ * same POST is sent again (joining the server's job, backing off to 2 s); the answer is cached
+ * like fetchReady's. `alive()` going false aborts with Stale.
+ */
+export async function postReady<T>(route: string, payload: Record<string, unknown>, alive: () => boolean,
+                                   onProgress: (l: Loading) => void): Promise<T> {
+  const key = `POST ${route} ${JSON.stringify(payload)}`;
+  if (cache.has(key)) return cache.get(key) as T;
+  let wait = 400;
+  for (;;) {
+    let resp: Response;
+    try {
+      resp = await fetch(route, {method: "POST", headers: {"Content-Type": "application/json", Accept: "application/json"},
+                                 body: JSON.stringify(payload), cache: "no-store"});
+    } catch (e) {
+      throw new ApiError(0, `network error: ${(e as Error).message || e}`);
+    }
+    const body = await parse(resp);
+    if (!alive()) throw new Stale();
+    if (resp.status !== 202) {
+      if (!resp.ok) throw new ApiError(resp.status, errorText(resp, body));
+      cache.set(key, body);
+      if (cache.size > CACHE_MAX) cache.delete(cache.keys().next().value as string);
+      return body as T;
+    }
+    const b = (body && typeof body === "object" ? body : {}) as {progress?: unknown; error?: unknown};
+    onProgress({loading: true, progress: typeof b.progress === "number" ? b.progress : null,
+                message: typeof b.error === "string" ? b.error : "working…"});
+    await sleep(wait);
+    if (!alive()) throw new Stale();
+    wait = Math.min(2000, wait * 1.5);
+  }
+}

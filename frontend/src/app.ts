@@ -7,7 +7,7 @@
 import {ApiError, clearCache, getJSON, isLoading, postJSON, Stale} from "./api";
 import {h, replace, sleep} from "./dom";
 import {findWorker, pairSides, Picker, type SideKey} from "./picker";
-import {availableViews, unavailableReason, type ViewCtx, viewDef, viewLabel, views} from "./registry";
+import {availableViews, homeView, unavailableReason, type ViewCtx, viewDef, viewLabel, views} from "./registry";
 import {Settings} from "./settings";
 import {currentHash, defaultQuery, hashMatches, hashTab, PLUGIN, type SideSel, type State, stateFromHash,
         type TableQuery, type ViewName, watchHash, writeHash} from "./state";
@@ -175,7 +175,7 @@ export class App {
   }
 
   private available(): Set<ViewName> {
-    return availableViews(findWorker(this.runs, this.st.base?.worker), findWorker(this.runs, this.st.target?.worker));
+    return availableViews(findWorker(this.runs, this.st.base?.worker), findWorker(this.runs, this.st.target?.worker), this.runs);
   }
 
   // -- tabs ----------------------------------------------------------------------------
@@ -183,7 +183,7 @@ export class App {
     const avail = this.available();
     if (!this.tabs.childElementCount) {
       this.tabs.addEventListener("keydown", (ev: KeyboardEvent) => {
-        const names = views().map((d) => d.name);
+        const names = views().map((d) => d.name).filter((v) => !this.hiddenTab(v, avail) || v === this.st.view);
         const i = names.indexOf(this.st.view), n = names.length;
         const j = ev.key === "ArrowRight" ? (i + 1) % n : ev.key === "ArrowLeft" ? (i + n - 1) % n
           : ev.key === "Home" ? 0 : ev.key === "End" ? n - 1 : -1;
@@ -206,7 +206,13 @@ export class App {
       b.title = avail.has(v) ? viewLabel(v) : `${viewLabel(v)}: not available for this pair (${why})`;
       b.setAttribute("aria-disabled", String(!avail.has(v)));
       b.classList.toggle("na", !avail.has(v));
+      b.hidden = this.hiddenTab(v, avail) && v !== this.st.view;
     }
+  }
+
+  /** A view that hides its tab when it cannot show the pair (the Cluster view without a cluster run). */
+  private hiddenTab(v: ViewName, avail: Set<ViewName>): boolean {
+    return !!viewDef(v)?.hideUnavailable && !avail.has(v);
   }
 
   /** Why no workbook can be made for the chosen pair (a side cannot be read), or null. */
@@ -220,7 +226,7 @@ export class App {
   }
 
   private reason(v: ViewName): string | null {
-    return unavailableReason(v, findWorker(this.runs, this.st.base?.worker), findWorker(this.runs, this.st.target?.worker));
+    return unavailableReason(v, findWorker(this.runs, this.st.base?.worker), findWorker(this.runs, this.st.target?.worker), this.runs);
   }
 
   /**
@@ -262,10 +268,10 @@ export class App {
         pairs ? "The suggested pairs above are one click away." : "Each side is a run, one of its workers (rank), and optionally one step."));
       return;
     }
-    const ok = await this.ensureLoaded([["Baseline", base.worker], ["Target", target.worker]], alive);
-    if (!ok || !alive()) return;
     const def = viewDef(view);
     if (!def) return;
+    const ok = def.noPairLoad || await this.ensureLoaded([["Baseline", base.worker], ["Target", target.worker]], alive);
+    if (!ok || !alive()) return;
     const why = this.reason(view);
     if (why) {                         // known before asking the server: said once, no request
       replace(this.content, h("div", {class: "notice na", role: "status", "data-state": "not-available"},
@@ -280,6 +286,11 @@ export class App {
       onView: (v: string, sort?: string) => this.openView(v, sort),
       onSteps: (bs: number | null, ts: number | null) => this.set({base: {...base, step: bs}, target: {...target, step: ts}}),
       worker: (side) => findWorker(this.runs, (side === "base" ? base : target).worker),
+      runs: () => this.runs,
+      onPair: (b: SideSel, t: SideSel) => {
+        this.set({base: b, target: t, view: homeView()});
+        (this.tabs.querySelector(`#tab-${homeView()}`) as HTMLElement | null)?.focus();
+      },
     };
     await def.render(this.content, ctx);
   }

@@ -5,7 +5,7 @@
  * the views from here; no other module lists them.
  */
 import type {SideSel, TableQuery} from "./state";
-import type {Worker} from "./types";
+import type {RunsResponse, Worker} from "./types";
 
 /** What a view gets to draw one comparison. */
 export interface ViewCtx {
@@ -31,6 +31,10 @@ export interface ViewCtx {
   onSteps(base: number | null, target: number | null): void;
   /** The listed worker of a side (its steps, `has` flags), when known. */
   worker(side: "base" | "target"): Worker | null;
+  /** The runs listing (every run and its workers), when known. */
+  runs(): RunsResponse | null;
+  /** Choose this pair in the pickers and show it in the home view (a cluster rank opened in the pair views). */
+  onPair(base: SideSel, target: SideSel): void;
 }
 
 export interface ViewDef {
@@ -43,7 +47,11 @@ export interface ViewDef {
   /** Unavailable when either side lacks a needed flag; by default only when both lack it. */
   needsBoth?: boolean;
   /** Why the view cannot apply to this pair, beyond the `has` flags (null: it may apply). */
-  notFor?(base: Worker | null, target: Worker | null): string | null;
+  notFor?(base: Worker | null, target: Worker | null, runs?: RunsResponse | null): string | null;
+  /** When it cannot apply, hide its tab instead of greying it (a view only some runs have, e.g. Cluster). */
+  hideUnavailable?: boolean;
+  /** It reads whole runs, not the pair's parsed profiles: the two workers are not parsed before it renders. */
+  noPairLoad?: boolean;
   /** Rows per page when the user has not chosen. */
   limit?: number;
   /** The server's analyses (`compare/<name>` routes) this view shows; by default its own name. */
@@ -87,14 +95,15 @@ export function homeView(): string {
  * The views a pair can show, from each side's `has` flags (known once a worker is parsed;
  * a flag not known yet never hides a view).
  */
-export function availableViews(base: Worker | null, target: Worker | null): Set<string> {
+export function availableViews(base: Worker | null, target: Worker | null, runs: RunsResponse | null = null): Set<string> {
   const out = new Set<string>();
-  for (const d of defs) if (unavailableReason(d.name, base, target) === null) out.add(d.name);
+  for (const d of defs) if (unavailableReason(d.name, base, target, runs) === null) out.add(d.name);
   return out;
 }
 
 /** Why view `name` cannot show this pair (a sentence), or null when it may. */
-export function unavailableReason(name: string, base: Worker | null, target: Worker | null): string | null {
+export function unavailableReason(name: string, base: Worker | null, target: Worker | null,
+                                  runs: RunsResponse | null = null): string | null {
   const d = viewDef(name);
   if (!d) return null;
   const lacks = (w: Worker | null, flag: string) => w?.status === "ok" && !!w.has && w.has[flag] === false;
@@ -103,5 +112,5 @@ export function unavailableReason(name: string, base: Worker | null, target: Wor
     const who = lacks(base, flag) && lacks(target, flag) ? "neither side has" : lacks(base, flag) ? "the baseline has no" : "the target has no";
     return `${who} ${flag} data`;
   }
-  return d.notFor?.(base, target) ?? null;
+  return d.notFor?.(base, target, runs) ?? null;
 }

@@ -200,6 +200,34 @@ table.steps-metrics td.noise.beyond{font-weight:600}
 .badge.rank{background:var(--sel-bg);color:var(--sel-fg);border:1px solid var(--accent)}
 ol.top-diffs{counter-reset:td}
 ol.top-diffs li::before{counter-increment:td;content:"#" counter(td) " ";font-weight:600;color:var(--muted)}
+.tab[hidden]{display:none}
+.cl-canvas-box{position:relative;overflow-x:auto}
+.cl-canvas{display:block;outline:none}
+.cl-canvas:focus-visible{box-shadow:0 0 0 2px var(--accent)}
+.cl-tip{position:absolute;z-index:6;pointer-events:none;background:var(--surface);color:var(--fg);border:1px solid var(--line);
+border-radius:4px;padding:6px 8px;font-size:12px;box-shadow:0 2px 8px var(--shadow);max-width:420px;white-space:normal}
+.cl-tip-head{font-weight:600;margin-bottom:2px}
+.cl-mark{color:var(--worse)}
+.cl-tick{display:inline-block;width:12px;height:2px;background:var(--fg);vertical-align:middle}
+.cl-ramp{display:inline-block;width:120px;height:10px;border-radius:2px;vertical-align:middle}
+.sw.cl-slow-sw{background:transparent;border:2px solid var(--worse)}
+.cl-heat-legend{flex-wrap:wrap}
+.cl-findings .panel h3{margin-top:0}
+.cl-list{margin:0;padding-left:18px}
+.cl-list li{margin:4px 0}
+.cl-list li.worse{color:var(--fg)}
+.cl-reason{font-size:12px;color:var(--muted);overflow-wrap:anywhere}
+.cl-tools{display:flex;gap:12px;align-items:center;flex-wrap:wrap;margin:4px 0 10px}
+.cl-tools a.btn{text-decoration:none;color:var(--fg);display:inline-flex;align-items:center}
+tr.cl-slow td{background:var(--worse-bg)}
+td.cl-flag{font-weight:600}
+.badge.slow{background:var(--worse-bg);color:var(--worse);border:1px solid var(--worse);margin-left:6px}
+.cl-rank{font-variant-numeric:tabular-nums}
+dl.cl-cards{display:flex;flex-wrap:wrap;gap:8px 24px;margin:0 0 10px}
+dl.cl-cards dt{color:var(--muted);font-size:12px}
+dl.cl-cards dd{margin:0;font-size:14px;font-weight:500}
+.cl-table{margin-bottom:8px}
+.cl-table .pager{display:flex;gap:8px;align-items:center;margin:6px 0}
 html.dark .badge.baseline_only{background:#1f3352;color:#aecbfa;border-color:#3b5a8a}
 html.dark .badge.target_only{background:#47301c;color:#fcc99e;border-color:#7a4f26}
 html.dark .chart [stroke="#e8eaed"],html.dark .chart [stroke="#eef0f2"]{stroke:var(--gridline)}

@@ -4,6 +4,7 @@
  * of the server's registry (the `analyses` route) that no view shows gets a table view of its
  * own, so an analysis added on the server alone appears as a tab.
  */
+import {clusterView} from "./clusterview";
 import {communicationView} from "./commview";
 import {memoryView} from "./memview";
 import {overviewView} from "./overviewview";
@@ -20,6 +21,7 @@ registerView(kernelView);
 registerView(apiView);
 registerView(communicationView);
 registerView(memoryView);
+registerView(clusterView);
 
 /** Register a table view for each listed analysis with a route that no view shows yet; true if any was added. */
 export function registerAnalyses(list: readonly AnalysisInfo[]): boolean {
