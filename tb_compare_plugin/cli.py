@@ -1,4 +1,5 @@
-"""`tb-compare BASELINE TARGET`: compare two profiles from the command line.
+"""`tb-compare BASELINE TARGET`: compare two profiles from the command line
+(`tb-compare cluster RUN ...`: the ranks of a run, :mod:`.cli_cluster`).
 
 Prints the overview table, optionally writes the whole result as JSON (`--json`), and
 exits 0 on success, non-zero with one line on stderr on any failure (no traceback
@@ -13,13 +14,9 @@ import os
 import signal
 import sys
 import threading
-import time
 
-EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
-
-
-class CliError(Exception):
-    """A failure to report as one line."""
+from .cli_common import EXIT_FAIL, EXIT_OK, EXIT_USAGE, CliError, Progress  # noqa: F401 - shared with cli_cluster
+from .cli_common import atomic_write as _atomic_write
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -27,7 +24,9 @@ def build_parser() -> argparse.ArgumentParser:
         prog="tb-compare",
         description="Compare a baseline and a target performance profile (PyTorch Profiler GPU traces, "
                     "Ascend PyTorch Profiler text/db exports, MindSpore) and show where the target "
-                    "loses time and memory.")
+                    "loses time and memory.",
+        epilog="tb-compare cluster RUN [--against RUN]: every rank of a run (tb-compare cluster -h). "
+               "A profile folder named 'cluster' is compared here as ./cluster.")
     p.add_argument("baseline", help="baseline profile: a trace .json/.json.gz, an *_ascend_pt/*_ascend_ms "
                                     "folder, an ASCEND_PROFILER_OUTPUT folder, a profiler .db, or a run "
                                     "folder holding several workers (then pick one with --base-rank)")
@@ -109,35 +108,6 @@ def resolve(path: str, rank: int | None, role: str):
         import dataclasses
         w = dataclasses.replace(w, run=os.path.basename(os.path.abspath(path).rstrip(os.sep)) or w.run)
     return w
-
-
-class Progress:
-    """A one-line progress bar on stderr, only when stderr is a terminal."""
-
-    def __init__(self, enabled: bool) -> None:
-        self.enabled = enabled and sys.stderr.isatty()
-        self.label = ""
-        self._last = 0.0
-
-    def start(self, label: str) -> None:
-        self.label = label
-        self(0.0)
-
-    def __call__(self, frac: float) -> None:
-        if not self.enabled:
-            return
-        now = time.monotonic()
-        if frac < 1.0 and now - self._last < 0.1:
-            return
-        self._last = now
-        n = int(max(0.0, min(1.0, frac)) * 30)
-        sys.stderr.write(f"\r{self.label[:40]:<40} [{'#' * n}{'.' * (30 - n)}] {frac * 100:5.1f}%")
-        sys.stderr.flush()
-
-    def done(self) -> None:
-        if self.enabled:
-            sys.stderr.write("\r" + " " * 80 + "\r")
-            sys.stderr.flush()
 
 
 def make_options(args):
@@ -256,24 +226,6 @@ def run(args) -> int:
     return EXIT_OK
 
 
-def _atomic_write(path: str, data: bytes) -> None:
-    path = os.path.abspath(path)
-    folder = os.path.dirname(path)
-    if not os.path.isdir(folder):
-        raise CliError(f"cannot write {path}: folder {folder} does not exist")
-    tmp = f"{path}.tmp{os.getpid()}"
-    try:
-        with open(tmp, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except OSError as e:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise CliError(f"cannot write {path}: {e.strerror or e}")
-
-
 def _quiet_stderr(debug: bool) -> None:
     """stderr carries only our own lines: Python warnings are not shown (what matters about the
     input is in the loaders' warnings), log records print as one ``warning:`` line each, and
@@ -335,13 +287,19 @@ def _install_stop_handlers() -> dict:
 
 
 def main(argv=None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    runner = run
+    if argv[:1] == ["cluster"]:       # the subcommand (a folder named cluster: ./cluster)
+        from . import cli_cluster
+        args = cli_cluster.build_parser().parse_args(argv[1:])
+        runner = cli_cluster.run
+    else:
+        args = build_parser().parse_args(argv)
     _quiet_stderr(args.debug)
     previous = _install_stop_handlers()
     limit_env = os.environ.get("TB_COMPARE_MAX_EXPANDED_MB")    # run() may set it for its children
     try:
-        return run(args)
+        return runner(args)
     except KeyboardInterrupt as e:
         signum = getattr(e, "signum", signal.SIGINT)
         print(f"tb-compare: interrupted ({signal.Signals(signum).name})", file=sys.stderr)

@@ -54,6 +54,8 @@ class ProfileComparePlugin(base_plugin.TBPlugin):
         # else None = local cores): what the route `cluster` passes to service.cluster.cluster_json
         self.dask_scheduler = scheduler_address(getattr(flags, "profile_compare_dask_scheduler", "") or "")
         self._service = CompareService(self._logdir)
+        from .service.cluster_jobs import ClusterJobs
+        self._clusters = ClusterJobs(self._service.wait_seconds, self.dask_scheduler)
         self._paths = RelativePaths(self._logdir)      # how the tab sees paths: relative to the logdir
 
     @property
@@ -65,6 +67,7 @@ class ProfileComparePlugin(base_plugin.TBPlugin):
         TensorBoard never calls it; tests and embedders that make plugins do."""
         self._scanner.stop()
         self._service.close()
+        self._clusters.close()
 
     # -- TensorBoard contract ------------------------------------------------------------
     def frontend_metadata(self):
@@ -91,6 +94,8 @@ class ProfileComparePlugin(base_plugin.TBPlugin):
             "/compare/communication": r(self._compare_communication),
             "/compare/steps": r(self._compare_steps),
             "/compare/*": r(self._compare_view),
+            "/cluster": r(self._cluster),
+            "/cluster/xlsx": r(self._cluster_xlsx),
             "/static/*": r(self._static),
         }
 
@@ -249,6 +254,40 @@ class ProfileComparePlugin(base_plugin.TBPlugin):
     def _compare_overall(self, request):
         may_parse = self._accept_post(request)
         return self._reply(request, self._service.overview(*self._pair(request), may_parse))
+
+    def _run_info(self, name: str):
+        """The discovered run called ``name`` (as the runs route lists it)."""
+        snap = self._scanner.snapshot
+        if not snap.scanned_at:
+            self._scanner.wait_first_scan(10)
+            snap = self._scanner.snapshot
+        for r in snap.runs:
+            if r.name == name:
+                return r
+        raise HttpError(404, f"unknown run {name!r}: pick one listed by the runs route")
+
+    def _cluster_query(self, request):
+        """(run, against or None, step or None) named by the query."""
+        run = self._run_info(arg(request, "run"))
+        other = arg(request, "against", required=False)
+        return run, (self._run_info(other) if other is not None else None), int_arg(request, "step")
+
+    def _cluster(self, request):
+        """Every rank of a run (and against a second run): the cluster JSON, as
+        ``tb-compare cluster --json`` writes it.  POST computes; GET reads (409 until computed)."""
+        may_start = self._accept_post(request)
+        return self._reply(request, self._clusters.result(*self._cluster_query(request), may_start))
+
+    def _cluster_xlsx(self, request):
+        """The cluster workbook of the same answer (download)."""
+        from tensorboard.backend import http_util
+        from .presenters.xlsx_cluster import cluster_workbook_filename
+        may_start = self._accept_post(request)
+        run, other, step = self._cluster_query(request)
+        data = self._clusters.workbook(run, other, step, may_start)
+        name = cluster_workbook_filename(run.name, other.name if other is not None else None, step)
+        return http_util.Respond(request, data, XLSX_MIME,
+                                 headers=[("Content-Disposition", f'attachment; filename="{name}"')])
 
     def _runs(self, request):
         snap = self._scanner.snapshot

@@ -158,7 +158,9 @@ def suggest_pairs(runs: list[dict]) -> list[dict]:
 def runs_payload(snapshot, store) -> dict:
     runs = []
     for r in snapshot.runs:
-        runs.append({"name": r.name, "workers": [worker_payload(w, store) for w in r.workers]})
+        # cluster: two or more workers, the runs the Cluster view (route `cluster`) analyses
+        runs.append({"name": r.name, "workers": [worker_payload(w, store) for w in r.workers],
+                     "cluster": len(r.workers) >= 2})
     return {
         "runs": runs,
         "pairs": suggest_pairs(runs),

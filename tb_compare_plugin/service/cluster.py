@@ -289,9 +289,11 @@ def _summarise(specs: Sequence, *, options: dict, cache, scheduler, workers, pro
 
 def cluster_json(run, against=None, *, options: dict | None = None, cache=DEFAULT,
                  scheduler: str | None = None, workers: int | None = None,
-                 progress: Callable[[float], None] | None = None, stats: dict | None = None) -> dict:
+                 progress: Callable[[float], None] | None = None, stats: dict | None = None,
+                 step: int | None = None) -> dict:
     """The cluster JSON of ``run`` (a folder path, a RunInfo or a RunRef), and of it against
-    ``against`` when given.  ``scheduler``: a Dask scheduler address (default
+    ``against`` when given.  ``step``: analyse that step only (of both runs; ValueError when a
+    run has no rank with it).  ``scheduler``: a Dask scheduler address (default
     ``$TB_COMPARE_DASK_SCHEDULER``; None and no variable = local cores).  ``workers``: local
     processes (default every core).  ``stats`` (a dict) receives timings and cache counts; they
     never enter the JSON."""
@@ -302,6 +304,8 @@ def cluster_json(run, against=None, *, options: dict | None = None, cache=DEFAUL
     t0 = time.perf_counter()
     refs = [_ref_for_key(run)] + ([_ref_for_key(against)] if against is not None else [])
     key = ["cluster-run", [(r.name, r.path) for r in refs], _options_key(options)]
+    if step is not None:
+        key.append(["step", int(step)])
     source = [_run_source(r) for r in refs]
     stats["fingerprint_s"] = round(time.perf_counter() - t0, 3)
     if cache is not None:
@@ -327,7 +331,7 @@ def cluster_json(run, against=None, *, options: dict | None = None, cache=DEFAUL
             first = errs[0]["error"] if errs else "no worker found"
             raise ValueError(f"{r.name}: no rank could be summarised ({len(r.specs)} worker(s)); "
                              f"first error: {first}")
-        per_run.append(got)
+        per_run.append(got if step is None else only_step(got, int(step), r.name))
         err_of.append(errs)
     result = analyse_cluster(refs[0].name, per_run[0],
                              against=(refs[1].name, per_run[1]) if len(refs) > 1 else None)
@@ -342,6 +346,26 @@ def cluster_json(run, against=None, *, options: dict | None = None, cache=DEFAUL
     if cache is not None:
         cache.put_record(key, "cluster", source, out)
     stats["total_s"] = round(time.perf_counter() - t0, 3)
+    return out
+
+
+def only_step(summaries: Sequence, step: int, run: str) -> list:
+    """The summaries cut to the rows of ``step`` (the route's and the CLI's ``step``);
+    ValueError naming the run's steps when no rank has it."""
+    from ..model.rank_summary import RankSummary
+    out = []
+    for s in summaries:
+        tables = {}
+        for name in ("steps", "collectives", "links"):
+            cols = s.columns(name)
+            keep = cols["step"] == step
+            tables[name] = {c: v[keep] for c, v in cols.items()}
+        out.append(RankSummary(s.rank, s.worker, s.path, s.source, s.warnings, device=s.device,
+                               format=s.format, **tables))
+    if not any(len(t.columns("steps")["step"]) for t in out):
+        have = sorted({int(x) for s in summaries for x in s.columns("steps")["step"]})
+        raise ValueError(f"{run}: no rank has step {step}; its steps: "
+                         f"{', '.join(map(str, have[:20])) or 'none'}{' ...' if len(have) > 20 else ''}")
     return out
 
 
