@@ -390,3 +390,53 @@ def test_overview_shows_the_step_hints_in_the_browser(tmp_path):
                 f.locator("#pc-content table.steps-metrics").wait_for(timeout=60000)     # the Steps view
         finally:
             browser.close()
+
+
+# ----------------------------------------------------------------------------- the planted step differences
+
+def _planted():
+    """(the two ranked plants of the demo pair, the noise-only metrics), from samples/expected.json."""
+    expected = json.loads((SAMPLES / "expected.json").read_text())
+    planted = (expected.get("steps") or {}).get("planted") or []
+    mine = [p for p in planted if p.get("pair") in ("target_npu vs baseline_gpu", "every pair")]
+    ranked = sorted((p for p in mine if isinstance(p.get("rank"), int)), key=lambda p: p["rank"])[:2]
+    return ranked, [p["metric"] for p in mine if p.get("within_noise") is True]
+
+
+def test_planted_stall_and_optimizer_everywhere(samples):
+    """samples/README.md: the data-loader stall (iteration gap) and the slower optimizer (tail
+    compute) are the top two step-level differences at their planted sizes (±2%), beyond noise,
+    and the noise-only metric is within noise: in the route, the CLI's JSON and --steps table, the
+    StepCompare sheet and the overview's step hints."""
+    ranked, noise_only = _planted()
+    steps = samples.route
+    if min(len(steps["baseline"]["steps"]), len(steps["target"]["steps"])) < 6 or len(ranked) < 2 or not noise_only:
+        pytest.skip("the samples do not have six steps a side with planted step-level differences yet")
+    names = [p["metric"] for p in ranked]
+    assert names == ["phases.iteration_gap", "phases.tail_compute"]
+    for answer in (steps, samples.cli["steps"]):                        # route, CLI JSON
+        by_name = {m["name"]: m for m in answer["metrics"]}
+        assert answer["top_differences"][:2] == names
+        for p in ranked:
+            m = by_name[p["metric"]]
+            assert m["diff_ms"] == pytest.approx(p["per_step_ms"], rel=0.02) and m["within_noise"] is False, m
+        for name in noise_only:
+            assert by_name[name]["within_noise"] is True, by_name[name]
+        assert [h["metric"] for h in answer["hints"]][:2] == names          # the overview's step hints
+        assert all(h["noise"] == "beyond noise" for h in answer["hints"][:2])
+    lines = samples.text.splitlines()                                    # --steps
+    head = next(i for i, line in enumerate(lines) if line.startswith("Metric"))
+    rows = [line.split() for line in lines[head + 2:]]
+    assert [r[0] for r in rows[:2]] == names and all(r[-1] == "*" for r in rows[:2])
+    for r, p in zip(rows, ranked):
+        assert float(r[-3]) == pytest.approx(p["per_step_ms"], rel=0.02)
+    for name in noise_only:
+        assert next(r for r in rows if r and r[0] == name)[-1] == "~"
+    _, _, metrics = _sheet_tables(samples.book["StepCompare"])           # the workbook
+    by_row = {r[0]: r for r in metrics}
+    assert [r[0] for r in metrics[:2]] == names
+    for p in ranked:
+        r = by_row[p["metric"]]
+        assert r[11] == pytest.approx(p["per_step_ms"], rel=0.02) and r[13] == "beyond noise" and r[15] == p["rank"]
+    for name in noise_only:
+        assert by_row[name][13] == "within noise" and by_row[name][15] is None

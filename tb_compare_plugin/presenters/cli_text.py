@@ -134,6 +134,11 @@ def _short(v) -> str:
     return f"{v:,.1f}" if a >= 1000 else f"{v:.2f}" if a >= 100 else f"{v:.3f}" if a >= 0.01 or a == 0 else f"{v:.4f}"
 
 
+def _short_ratio(r: float) -> str:
+    """A ratio in at most five characters where it can be: 0.64x, 10.4x, 123x."""
+    return f"{r:.2f}x" if abs(r) < 10 else f"{r:.1f}x" if abs(r) < 100 else f"{r:,.0f}x"
+
+
 def _stat_text(s: dict) -> str:
     if not s or s.get("mean_ms") is None:
         return "-"
@@ -183,7 +188,7 @@ def steps_table(steps: dict, wide: bool = False, color: bool = False) -> str:
     rows = steps_order(steps)
     ranked = set(steps.get("top_differences") or [])
     cells = [(m["name"], _stat_text(m.get("baseline")), _stat_text(m.get("target")), _signed(m.get("diff_ms")),
-              _ratio(m["ratio"]) if m.get("ratio") is not None else "-", NOISE_MARKS.get(m.get("within_noise"), "?"))
+              _short_ratio(m["ratio"]) if m.get("ratio") is not None else "-", NOISE_MARKS.get(m.get("within_noise"), "?"))
              for m in rows]
     name_w = max([len("Metric")] + [len(c[0]) for c in cells]) + 1
     if not wide:
@@ -192,6 +197,8 @@ def steps_table(steps: dict, wide: bool = False, color: bool = False) -> str:
     tw = max([len("Target")] + [len(c[2]) for c in cells]) + 1
     dw = max([len("Diff")] + [len(c[3]) for c in cells]) + 1
     rw = max([len("Ratio")] + [len(c[4]) for c in cells]) + 1
+    if not wide:                        # 80 columns: the name column gives way (names shortened in the middle)
+        name_w = max(16, min(name_w, 80 - (bw + tw + dw + rw + 2)))
     head = f"{'Metric':<{name_w}}{'Baseline':>{bw}}{'Target':>{tw}}{'Diff':>{dw}}{'Ratio':>{rw}}  "
     lines += [head, "-" * len(head)]
     red, green, grey, reset = ("\x1b[31m", "\x1b[32m", "\x1b[2m", "\x1b[0m") if color else ("", "", "", "")
