@@ -251,15 +251,27 @@ export function linkHeatmap(o: HeatmapOpts): HTMLElement {
     h("span", {class: "legend-gap muted"}, "row = source rank, column = destination rank; blank = no link"));
   let focus = -1;
   let geom = {left: 40, top: 30, cell: 1};
+  /** The cells drawn once (a million at 1,024 ranks); focus moves only redraw the ring over this copy. */
+  let base: {key: string; img: HTMLCanvasElement} | null = null;
   const draw = () => {
     const avail = Math.max(240, Math.min((box.clientWidth || 700) - 50, 760));
+    const key = `${avail}|${document.documentElement.className}|${window.devicePixelRatio}`;
+    if (base && base.key === key) {
+      const g = canvas.getContext("2d")!;
+      g.setTransform(1, 0, 0, 1, 0, 0);
+      g.clearRect(0, 0, canvas.width, canvas.height);
+      g.drawImage(base.img, 0, 0);
+      const dpr = window.devicePixelRatio || 1;
+      g.setTransform(dpr, 0, 0, dpr, 0, 0);
+      ring(g);
+      return;
+    }
     const cell = Math.max(n <= 64 ? 8 : 0.5, Math.min(28, avail / Math.max(1, n)));
     const left = 40, top = 30;
     const W = left + cell * n + 8, H = top + cell * n + 8;
     const g = sizeCanvas(canvas, W, H);
     geom = {left, top, cell};
     const fg = cssVar("--chart-text", "#3c4043"), empty = cssVar("--track", "#e8eaed"), worse = cssVar("--worse", "#c5221f");
-    const accent = cssVar("--accent", "#1a73e8");
     g.clearRect(0, 0, W, H);
     g.fillStyle = empty;
     g.fillRect(left, top, cell * n, cell * n);
@@ -304,12 +316,20 @@ export function linkHeatmap(o: HeatmapOpts): HTMLElement {
     }
     g.textAlign = "left";
     g.fillText("dst →", left, 8);
-    if (focus >= 0) {
-      const i = Math.floor(focus / n), j = focus % n;
-      g.strokeStyle = accent; g.lineWidth = 2;
-      g.strokeRect(left + j * cell - 1, top + i * cell - 1, Math.max(cell, 3) + 2, Math.max(cell, 3) + 2);
-      g.lineWidth = 1;
-    }
+    const img = document.createElement("canvas");
+    img.width = canvas.width;
+    img.height = canvas.height;
+    img.getContext("2d")!.drawImage(canvas, 0, 0);
+    base = {key, img};
+    ring(g);
+  };
+  const ring = (g: CanvasRenderingContext2D) => {
+    if (focus < 0) return;
+    const {left, top, cell} = geom;
+    const i = Math.floor(focus / n), j = focus % n;
+    g.strokeStyle = cssVar("--accent", "#1a73e8"); g.lineWidth = 2;
+    g.strokeRect(left + j * cell - 1, top + i * cell - 1, Math.max(cell, 3) + 2, Math.max(cell, 3) + 2);
+    g.lineWidth = 1;
   };
   const describe = (i: number, j: number): string[] => {
     const c = grid[i * n + j];
