@@ -28,7 +28,8 @@ PKG = Path(__file__).resolve().parent.parent / "tb_compare_plugin"
 # ------------------------------------------------------------------------------ the registry
 
 def test_builtin_formats_in_order():
-    assert registry.builtin_ids() == ("trace-json", "ascend-text", "ascend-db", "mindspore-text", "mindspore-db")
+    assert registry.builtin_ids() == ("trace-json", "ascend-text", "ascend-db", "mindspore-text", "mindspore-db",
+                                      "mindspore-legacy")
     for d in registry.BUILTIN:
         assert registry.get(d.id) is d
         assert d.capabilities <= CAPABILITIES, d
