@@ -85,6 +85,9 @@ def test_kernels_equal_timeline(legacy):
     with open(LEGACY / "min_cycle_counter_1.txt") as f:
         base_ns = int(float(f.read())) * 10
     assert int(k["start_ns"].min()) == base_ns   # the first task starts at ts 0
+    with open(LEGACY / "output_timeline_data_1.txt") as f:    # MindInsight's own print, in ms
+        first_ms = float(f.read().splitlines()[1].split(",")[2])
+    assert abs(base_ns / 1e6 - first_ms) < 1e-3
     assert set(k["stream"]) == {e["tid"] for e in tasks}
     inside = k[k["step"] >= 0]
     st = legacy.steps.set_index("step")
