@@ -135,7 +135,7 @@ def check_table(frame, ans: dict) -> list[dict]:
     for r in rows:
         for i, m in enumerate(METRICS):
             v = want[r["rank"]][m]
-            text = r["cells"][2 + i]
+            text = r["cells"][1 + i]
             if v is None:
                 assert text == "—"
             else:

@@ -298,20 +298,24 @@ export function linkHeatmap(o: HeatmapOpts): HTMLElement {
       }
     }
     g.strokeStyle = worse;
-    g.lineWidth = Math.max(1.5, Math.min(3, cell / 6));
+    g.lineWidth = 2;
     for (let i = 0; i < n; i++) for (let j = 0; j < n; j++) {
       const c = grid[i * n + j];
-      if (c?.slow) {
-        const m = Math.max(cell, 4);
-        g.strokeRect(left + j * cell - (m - cell) / 2 + 1, top + i * cell - (m - cell) / 2 + 1, m - 2, m - 2);
+      if (c?.slow) {                               // around the cell, so it shows on any colour and at 1 px cells
+        const m = Math.max(cell, 5);
+        g.strokeRect(left + j * cell - (m - cell) / 2 - 1, top + i * cell - (m - cell) / 2 - 1, m + 2, m + 2);
       }
     }
     g.lineWidth = 1;
     g.fillStyle = fg;
     g.font = "10px system-ui, sans-serif";
-    const every = Math.max(1, Math.ceil(18 / cell));
+    const every = Math.max(1, Math.ceil(18 / cell));              // row labels: one per 18 px
+    const everyX = Math.max(1, Math.ceil((String(o.ranks[n - 1] ?? "").length * 7 + 8) / cell));   // column labels: by their width
+    const stepX = Math.max(every, Math.ceil(everyX / every) * every);
     for (let i = 0; i < n; i += every) {
       g.textAlign = "right"; g.fillText(String(o.ranks[i]), left - 4, top + (i + 0.5) * cell);
+    }
+    for (let i = 0; i < n; i += stepX) {
       g.textAlign = "center"; g.fillText(String(o.ranks[i]), left + (i + 0.5) * cell, top - 8);
     }
     g.textAlign = "left";

@@ -222,15 +222,16 @@ function sortedTable<T extends Record<string, unknown>>(o: {
       const t = kind === "diff" ? fmtSigned(v) : fmtNum(v);
       return h("td", {class: "num " + (kind === "diff" && !showsZero(t) ? verdict(v, "diff") : "")}, t);
     }))));
-    replace(wrap, h("div", {class: "tbl-wrap"}, h("table", {class: "t", "aria-label": o.label}, h("thead", null, head), body)),
+    replace(wrap, h("div", {class: "tbl-wrap"}, h("table", {class: "t dense", "aria-label": o.label}, h("thead", null, head), body)),
       rows.length > limit ? pager(rows.length, offset, limit, (off) => { offset = off; draw(); }, o.role) : null);
   };
   draw();
   return wrap;
 }
 
-function rankButton(rank: number, label: string, open: (rank: number) => void): HTMLElement {
-  return h("button", {class: "linkish cl-rank", type: "button", "data-rank": String(rank), title: `Open rank ${rank} in the pair views`,
+function rankButton(rank: number, label: string, open: (rank: number) => void, worker?: string): HTMLElement {
+  return h("button", {class: "linkish cl-rank", type: "button", "data-rank": String(rank),
+                      title: `Open rank ${rank}${worker ? ` (${worker})` : ""} in the pair views`,
                       onClick: () => open(rank)}, label);
 }
 
@@ -257,7 +258,8 @@ function findings(data: ClusterAnswer, open: (rank: number) => void, openLink: (
 
 function rankTable(rows: RankRow[], slow: Map<number, SlowRank[]>, ctx: ViewCtx, open: (rank: number) => void): HTMLElement {
   const q = ctx.query;
-  const cols: Array<[string, string, "num" | "diff" | "text"]> = [["rank", "Rank", "num"], ["worker", "Worker", "text"],
+  // the worker is the rank button's title: ten metrics and the rank fit a 1,280 px frame without scrolling
+  const cols: Array<[string, string, "num" | "diff" | "text"]> = [["rank", "Rank", "num"],
     ...METRICS.map(([m, l]) => [`${m}_ms`, `${l} (ms)`, "num"] as [string, string, "num"])];
   return sortedTable({
     label: "Ranks by metric (ms per step)", role: "rank-table", rows, cols,
@@ -270,7 +272,7 @@ function rankTable(rows: RankRow[], slow: Map<number, SlowRank[]>, ctx: ViewCtx,
     cell: (r, k) => {
       if (k === "rank") {
         const f = slow.get(r.rank);
-        return h("td", {class: "num"}, rankButton(r.rank, String(r.rank), open),
+        return h("td", {class: "num", "data-worker": r.worker}, rankButton(r.rank, String(r.rank), open, r.worker),
                  f ? h("span", {class: "badge slow", title: f.map((x) => x.reason).join("\n")}, "slow") : null);
       }
       const f = slow.get(r.rank)?.find((x) => `${x.metric}_ms` === k);
