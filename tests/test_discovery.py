@@ -41,7 +41,7 @@ def test_corpus_runs_are_classified():
     assert ws["gpu/hta_2rank/rank0"].rank == 0 and ws["gpu/hta_2rank/rank1"].rank == 1
     # nothing else is taken for a profile: the whole listing, by name (the corpus README lists
     # every run; npu/mindspore_*/profiler: one mindspore-legacy worker per device id of the
-    # MindInsight files; their PROF_*/device_N msprof timelines no loader reads yet)
+    # MindInsight files, one mindspore-msprof worker per PROF_*/device_N msprof timeline)
     tracelens = {f"gpu/tracelens_{gpu}/{model}" for gpu in ("h100", "mi300")
                  for model in ("Qwen_Qwen1.5-0.5B-Chat__1016005",
                                "facebook_timesformer-base-finetuned-k400__1016002")}
@@ -51,7 +51,8 @@ def test_corpus_runs_are_classified():
         "gpu/hta_2rank/rank0", "gpu/hta_2rank/rank1", "gpu/hta_amd_mi250/mi250", "gpu/hta_nccl/nccl",
         "gpu/kineto_resnet50_num_workers_0/worker0.1623143566756",
         "npu/mindspore_legacy_run1/profiler/device_1", "npu/mindspore_msprof_2dev/profiler/device_0",
-        "npu/mindspore_msprof_2dev/profiler/device_10"}
+        "npu/mindspore_msprof_2dev/profiler/device_10", "npu/mindspore_msprof_2dev/profiler/msprof_device_0",
+        "npu/mindspore_msprof_2dev/profiler/msprof_device_1"}
 
 
 def test_worker_id_split():

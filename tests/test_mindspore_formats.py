@@ -169,3 +169,105 @@ def test_cli_pairs_json_and_xlsx(tmp_path, other, ms_first):
     steps = doc["steps"][side]["steps"]
     assert steps[0]["step"] == 1 and abs(steps[0]["duration_ms"] - 284.27118) < 1e-6
     assert xlsx.stat().st_size > 0
+
+
+# ------------------------------------------------------------------------------ mindspore-msprof
+
+MSPROF_DEVS = sorted(MS2.glob("PROF_*/device_*"))
+
+
+@pytest.fixture(scope="module")
+def msprof():
+    from tb_compare_plugin.formats import registry
+    return {int(d.name.split("_")[1]): registry.load("mindspore-msprof", str(d)) for d in MSPROF_DEVS}
+
+
+def _slice_events(dev_dir, kind):
+    out = []
+    for p in sorted((dev_dir / "timeline").glob(f"{kind}_*.json"), key=lambda p: int(p.stem.rsplit("_", 1)[1])):
+        out += [e for e in json.loads(p.read_text()) if e.get("ph") == "X"]
+    return out
+
+
+def test_msprof_discovery():
+    from tb_compare_plugin.discovery.walk import find_runs
+    ws = {w.name: w for r in find_runs(str(MS2.parent)) for w in r.workers}
+    for dev in (0, 1):
+        w = ws[f"msprof_device_{dev}"]
+        assert (w.format, w.device, w.framework, w.rank, w.error) == ("mindspore-msprof", "NPU", "MindSpore", dev, None)
+        assert dict(w.has)["communication"] is True
+    from tb_compare_plugin.discovery.classify import classify_named
+    assert classify_named(str(MSPROF_DEVS[0])).format == "mindspore-msprof"
+    assert classify_named(str(MSPROF_DEVS[0].parent)).format == "mindspore-msprof"
+
+
+def test_msprof_figures_equal_the_slices(msprof):
+    for d in MSPROF_DEVS:
+        prof = msprof[int(d.name.split("_")[1])]
+        assert prof.meta.warnings == []
+        its = {e["args"]["Iteration ID"]: e for e in _slice_events(d, "step_trace") if e.get("cat") == "Iteration Time"}
+        assert sorted(its) == list(range(1, 11)) == list(prof.steps["step"])
+        for s, a, b in zip(prof.steps["step"], prof.steps["start_ns"], prof.steps["end_ns"]):
+            e = its[int(s)]
+            assert abs((b - a) - e["args"]["Iteration Time(ns)"]) <= 1       # µs x 1000 = the file's ns
+            assert abs(b / 1000 - e["args"]["Iteration End"]) < 0.01
+        tasks = [e for e in _slice_events(d, "task_time") if "Task Type" in e.get("args", {})]
+        k = prof.kernels
+        assert len(k) == len(tasks)
+        assert prof.names(k["name"]) == [e["name"] for e in tasks]             # slices merged in order
+        want = collections.Counter()
+        for e in tasks:
+            want[e["args"]["Task Type"]] += e["dur"]
+        got = k.groupby(prof.names(k["task_type"]))["dur_ns"].sum()
+        for tt, us in want.items():
+            assert abs(got[tt] / 1000 - us) < 0.01 * len(tasks), tt
+        conv = [n for n, t in zip(prof.names(k["name"]), prof.names(k["type"])) if t == "Conv2D"]
+        assert conv and all(n.startswith("Default/network-WithLossCell/_backbone-AlexNet/") for n in conv)
+        assert (k["step"] >= 0).all()
+        hccl = _slice_events(d, "hccl")
+        assert len(prof.comm_ops) == sum(e["tid"] == 70000 for e in hccl) == 10
+        assert len(prof.comm_tasks) == len(hccl) - 10
+
+
+def _copy_dev(tmp_path):
+    dst = tmp_path / "PROF_x" / "device_0"
+    shutil.copytree(MSPROF_DEVS[0], dst)
+    for p in dst.rglob("*"):
+        p.chmod(0o755 if p.is_dir() else 0o644)
+    return dst
+
+
+def test_msprof_truncated_and_empty_slices(tmp_path):
+    from tb_compare_plugin.loaders.errors import LoadError
+    dst = _copy_dev(tmp_path)
+    tl = dst / "timeline"
+    (tl / "hccl_0_2_3.json").write_text("[]")
+    prof = _load_msprof(dst)
+    assert any("hccl_0_2_3.json: empty slice" in w for w in prof.meta.warnings)
+    p = tl / "task_time_0_2_5.json"
+    p.write_bytes(p.read_bytes()[:3000])
+    with pytest.raises(LoadError, match="task_time_0_2_5.json.*truncated"):
+        _load_msprof(dst)
+    for p in tl.glob("task_time_*"):
+        p.unlink()
+    with pytest.raises(LoadError, match="no task_time"):
+        _load_msprof(dst)
+
+
+def _load_msprof(path):
+    from tb_compare_plugin.formats import registry
+    return registry.load("mindspore-msprof", str(path))
+
+
+@pytest.mark.parametrize("other", [GPU, ASCEND_PT], ids=["gpu", "ascend-pt"])
+def test_msprof_against_gpu_and_ascend_cli(tmp_path, other):
+    out, xlsx = tmp_path / "o.json", tmp_path / "o.xlsx"
+    cmd = [sys.executable, "-m", "tb_compare_plugin.cli", str(other), str(MSPROF_DEVS[0]), "--json", str(out),
+           "--xlsx", str(xlsx), "--no-progress", "--quiet", "--enable-profiling-compare",
+           "--enable-operator-compare", "--enable-kernel-compare", "--enable-steps-compare",
+           "--enable-communication-compare", "--enable-memory-compare", "--enable-api-compare"]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(out.read_text())
+    assert doc["target"]["format"] == "mindspore-msprof" and doc["steps_count"]["target"] == 10
+    assert xlsx.stat().st_size > 0
