@@ -64,7 +64,10 @@ def read_step_trace(path: str, max_bytes: int = 64 << 20) -> tuple[dict, list]:
         else:
             try:
                 step = int(float(step_cell))
-            except ValueError:
+            except (ValueError, OverflowError):     # not a number, or inf
+                dropped += 1
+                continue
+            if not -(1 << 62) < step < (1 << 62):      # no step id fits int64's column as this
                 dropped += 1
                 continue
         out["step"].append(step)
