@@ -158,6 +158,8 @@ def test_route_step_and_errors(client, route_json):
                               ({}, 400, "run")):
         r = post_until_done(client, "/cluster", body)
         assert r.status_code == code and words in json.loads(r.get_data())["error"], (body, r.get_data())
+    r = client.get(PREFIX + "/cluster", query_string={"run": GEN, "step": "7"})     # the failure, remembered
+    assert r.status_code == 422 and "no rank has step 7" in json.loads(r.get_data())["error"]
 
 
 # ------------------------------------------------------------------------------------ CLI

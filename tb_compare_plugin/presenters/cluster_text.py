@@ -95,8 +95,8 @@ def ranks_table(d: dict, wide: bool = False, all_ranks: bool = False) -> list:
         med = {k: _median([r[f"{k}_ms"] for r in rows]) for k, _s, _l in METRICS}
         lines.append(f"{'median':>6}  " + "".join(f"{num(med[k], w):>{w}}" for k, _s, _l in METRICS))
     if left:
-        lines.append(f"  ... {left} more ranks (the slow ranks and the extremes of step time are shown; "
-                     "--all-ranks, --json or --xlsx for every rank)")
+        lines += _wrap(f"... {left} more ranks (the slow ranks and the extremes of step time are shown; "
+                       "--all-ranks, --json or --xlsx for every rank)", wide=wide)
     return lines
 
 
@@ -176,10 +176,13 @@ def diff_lines(d: dict, wide: bool = False, all_ranks: bool = False) -> list:
     agg = [r for r in rows if r.get("scope") != "rank"]
     if all_ranks or len(per) <= MOST_ROWS:
         shown, left = per, 0
-    else:
-        for r in per:
-            r["_abs"] = abs(r.get("step_time_diff_ms") or 0.0)
-        shown, left = _chosen(per, set(), "_abs", MOST_ROWS)
+    else:                   # the largest step-time differences, then ranks one side lacks
+        def size(r):
+            d = r.get("step_time_diff_ms")
+            return (d is not None, abs(d) if d is not None else 0.0)
+        keep = {id(r) for r in sorted(per, key=size, reverse=True)[:MOST_ROWS]}
+        shown = [r for r in per if id(r) in keep]
+        left = len(per) - len(shown)
     w = 12 if wide else 7
     names = {k: (s if not wide else lng) for k, s, lng in METRICS}
     head = (f"{'Rank':>6} {'Step base':>{w + 2}}{'Step tgt':>{w + 2}}{'Diff':>{w + 1}} "
@@ -191,7 +194,8 @@ def diff_lines(d: dict, wide: bool = False, all_ranks: bool = False) -> list:
                      f"{signed(r.get('step_time_diff_ms'), w + 1):>{w + 1}} "
                      + "".join(f"{signed(r.get(f'{k}_diff_ms'), w):>{w}}" for k in DIFF_METRICS))
     if left:
-        lines.append(f"  ... {left} more ranks (the largest step-time differences are shown; --all-ranks or --json)")
+        lines += _wrap(f"... {left} more ranks (the largest step-time differences are shown; --all-ranks "
+                       "or --json)", wide=wide)
     return lines
 
 

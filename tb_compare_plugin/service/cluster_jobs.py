@@ -65,7 +65,7 @@ class ClusterJobs:
         if hit is not None:
             return hit
         st = self.results.status(key)
-        if st["status"] == "error":
+        if st["status"] == "error" and not may_start:       # a POST tries again (Dask back, ...)
             raise Unusable(st["error"])
         if not may_start and st["status"] != "loading":
             raise NotParsed(f"the cluster analysis of {run.name} is not computed yet; POST cluster "
@@ -79,7 +79,7 @@ class ClusterJobs:
             return cluster_json(refs[0], refs[1] if len(refs) > 1 else None, cache=cache,
                                 scheduler=scheduler, progress=lambda f: progress(0.95 * f), step=step)
 
-        fut = self.results.submit(key, job)
+        fut = self.results.submit(key, job, retry=may_start)
         return self._wait(self.results, key, fut, f"the cluster analysis of {run.name}")
 
     def workbook(self, run, against=None, step: int | None = None, may_start: bool = False) -> bytes:
