@@ -192,11 +192,12 @@ def run(args) -> int:
     cmp = service.make_comparison(base, target, opts, base_spec, target_spec)
     for _who, path, w in load_warnings(cmp):      # what a loader dropped or guessed: one line each
         print(f"warning: {path}: {' '.join(w.split())}", file=sys.stderr)
+    steps_job = _steps_beside(service, cmp, args)  # numpy-heavy: overlaps the overview
     payload = service.overview(cmp)
     steps = None
-    if args.json or args.steps:
+    if steps_job is not None and (args.json or args.steps):
         try:
-            steps = service.steps(cmp)
+            steps = steps_job.result()
         except Unusable as e:
             raise CliError(e.message)
     if args.json:
@@ -224,6 +225,21 @@ def run(args) -> int:
             print()
         print(steps_table(steps, wide=args.wide, color=sys.stdout.isatty()))
     return EXIT_OK
+
+
+def _steps_beside(service, cmp, args):
+    """The steps answer started on a thread of its own when the JSON, the table or the
+    workbook needs it (a Future, None when not needed), so it is computed while the overview
+    is; the workbook's step sheets then wait for it (``Comparison._memo``)."""
+    sheets = selected_sheets(args)
+    if not (args.json or args.steps or (args.xlsx and (sheets is None or "steps" in sheets))):
+        return None
+    from concurrent.futures import ThreadPoolExecutor
+    pool = ThreadPoolExecutor(1, thread_name_prefix="tb-compare-steps")
+    try:
+        return pool.submit(service.steps, cmp)
+    finally:
+        pool.shutdown(wait=False)
 
 
 def _quiet_stderr(debug: bool) -> None:

@@ -31,13 +31,26 @@ class Comparison:
         self.base_side = base_side or Side("", "baseline", base.meta.path)
         self.target_side = target_side or Side("", "target", target.meta.path)
         self._results: dict = {}
-        self._lock = threading.RLock()          # engines reuse memoised parts (trees, matched)
+        self._lock = threading.Lock()           # guards the two dicts, never held while computing
+        self._computing: dict = {}              # result name -> RLock held while it is computed
 
     def _memo(self, name: str, fn):
+        """``fn()`` once per name.  Each result has its own lock, so two threads can compute two
+        different results at once (the CLI computes the steps beside the overview and workbook);
+        engines ask for their parts (trees, matched) in one direction only, so no two locks are
+        ever taken in opposite orders."""
         with self._lock:
-            if name not in self._results:
-                self._results[name] = fn()
-            return self._results[name]
+            if name in self._results:
+                return self._results[name]
+            lock = self._computing.setdefault(name, threading.RLock())
+        with lock:
+            with self._lock:
+                if name in self._results:
+                    return self._results[name]
+            value = fn()
+            with self._lock:
+                self._results[name] = value
+            return value
 
     def step_scale(self):
         """The per-step choice (``engines.per_step``) every view, the workbook and the CLI follow:
