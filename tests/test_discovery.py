@@ -41,7 +41,7 @@ def test_corpus_runs_are_classified():
     assert ws["gpu/hta_2rank/rank0"].rank == 0 and ws["gpu/hta_2rank/rank1"].rank == 1
     # nothing else is taken for a profile: the whole listing, by name (the corpus README lists
     # every run; npu/mindspore_*/profiler: one mindspore-legacy worker per device id of the
-    # MindInsight files, one mindspore-msprof worker per PROF_*/device_N msprof timeline)
+    # MindInsight files; each PROF_* folder a run of one mindspore-msprof worker, its device_N)
     tracelens = {f"gpu/tracelens_{gpu}/{model}" for gpu in ("h100", "mi300")
                  for model in ("Qwen_Qwen1.5-0.5B-Chat__1016005",
                                "facebook_timesformer-base-finetuned-k400__1016002")}
@@ -51,8 +51,9 @@ def test_corpus_runs_are_classified():
         "gpu/hta_2rank/rank0", "gpu/hta_2rank/rank1", "gpu/hta_amd_mi250/mi250", "gpu/hta_nccl/nccl",
         "gpu/kineto_resnet50_num_workers_0/worker0.1623143566756",
         "npu/mindspore_legacy_run1/profiler/device_1", "npu/mindspore_msprof_2dev/profiler/device_0",
-        "npu/mindspore_msprof_2dev/profiler/device_10", "npu/mindspore_msprof_2dev/profiler/msprof_device_0",
-        "npu/mindspore_msprof_2dev/profiler/msprof_device_1"}
+        "npu/mindspore_msprof_2dev/profiler/device_10",
+        *(f"npu/mindspore_msprof_2dev/profiler/{d.parent.name}/msprof_{d.name}"
+          for d in (CORPUS / "npu/mindspore_msprof_2dev/profiler").glob("PROF_*/device_*"))}
 
 
 def test_worker_id_split():

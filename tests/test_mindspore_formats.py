@@ -191,7 +191,12 @@ def _slice_events(dev_dir, kind):
 
 def test_msprof_discovery():
     from tb_compare_plugin.discovery.walk import find_runs
-    ws = {w.name: w for r in find_runs(str(MS2.parent)) for w in r.workers}
+    runs = find_runs(str(MS2.parent))
+    ws = {w.name: w for r in runs for w in r.workers}
+    for d in MSPROF_DEVS:                       # each PROF_* folder: a run of its one device
+        (r,) = [r for r in runs if r.name == f"profiler/{d.parent.name}"]
+        assert [w.name for w in r.workers] == [f"msprof_{d.name}"]
+    assert sorted(w.rank for r in runs if r.name == "profiler" for w in r.workers) == [0, 10]
     for dev in (0, 1):
         w = ws[f"msprof_device_{dev}"]
         assert (w.format, w.device, w.framework, w.rank, w.error) == ("mindspore-msprof", "NPU", "MindSpore", dev, None)

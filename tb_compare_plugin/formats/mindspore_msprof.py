@@ -1,7 +1,7 @@
 """The ``mindspore-msprof`` format: the msprof timeline export MindSpore 2.x writes in its
 ``profiler/PROF_*/device_N/timeline/`` (``task_time_*``, ``step_trace_*``, ``hccl_*`` slices).  One
-worker per ``PROF_*`` folder (its one ``device_N``), named ``msprof_device_N``; its root is the
-``device_N`` folder.  Parsed by ``loaders/mindspore_msprof``."""
+worker per ``device_N`` folder, named ``msprof_device_N``, in the run of its ``PROF_*`` folder
+(a path named on the command line may also be the ``PROF_*`` folder).  Parsed by ``loaders/mindspore_msprof``."""
 from __future__ import annotations
 
 import os
@@ -47,16 +47,15 @@ class MindSporeMsprofFormat(FormatDescriptor):
         base = os.path.basename(path.rstrip(os.sep))
         if not os.path.isdir(path):
             return None
-        if base.startswith("PROF_"):
+        parent = os.path.basename(os.path.dirname(os.path.abspath(path)))
+        if _ms().DEVICE_RE.match(base) and parent.startswith("PROF_"):
+            # the device folder is the worker, so each PROF_* folder is a run of its own: the
+            # profiler/ folder's mindspore-legacy workers carry the same device ids as ranks
+            return _spec(run if run is not None else parent, os.path.abspath(path), self.id)
+        if run is None and base.startswith("PROF_"):
             devs = _device_dirs(path)
-            if len(devs) != 1:
-                return None
-            if run is None:
-                run = os.path.basename(os.path.dirname(os.path.abspath(path))) or "."
-            return _spec(run, devs[0], self.id)
-        if run is None and _ms().DEVICE_RE.match(base) and \
-                os.path.basename(os.path.dirname(os.path.abspath(path))).startswith("PROF_"):
-            return _spec(os.path.basename(os.path.dirname(os.path.abspath(path))), os.path.abspath(path), self.id)
+            if len(devs) == 1:
+                return _spec(base, devs[0], self.id)
         return None
 
     def parse(self, root, progress=None, options=None):
