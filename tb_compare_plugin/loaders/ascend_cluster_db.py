@@ -17,7 +17,8 @@ import sqlite3
 from pathlib import Path
 
 from .ascend_db import _connect
-from .ascend_comm_json import COLLECTIVE_COLUMNS, LINK_COLUMNS, NETWORK_TRANSPORTS
+from .ascend_comm_json import COLLECTIVE_COLUMNS, LINK_COLUMNS, NETWORK_TRANSPORTS, report_bad
+from .ascend_comm_json import scaled_amount as _f
 from .step_trace_csv import COLUMNS as STEP_COLUMNS
 
 _STEP = re.compile(r"^(?:step)?(\d+)$", re.I)
@@ -33,24 +34,6 @@ def _tables(con) -> dict:
     for (name,) in con.execute("select name from sqlite_master where type='table'"):
         out[name] = [r[1] for r in con.execute(f'pragma table_info("{name}")')]
     return out
-
-
-def _f(v, scale: float, bad: dict, key: str) -> float:
-    try:
-        x = float(v)
-    except (TypeError, ValueError):
-        bad[key] = bad.get(key, 0) + 1
-        return math.nan
-    if math.isnan(x) or math.isinf(x) or x < 0:
-        bad[key] = bad.get(key, 0) + 1
-        return math.nan
-    return x * scale
-
-
-def _report(path, table: str, bad: dict, warnings: list) -> None:
-    for key, n in sorted(bad.items()):
-        warnings.append(f"{path}: {table}: {n} {key} value(s) missing, negative or not a number "
-                        "(left empty)")
 
 
 def analysis_db_of(db: str) -> str:
@@ -130,7 +113,7 @@ def read_analysis(path: str) -> tuple[dict, list]:
                 coll["synchronization"].append(_f(sync, 1e6, bad, "synchronization_time"))
                 coll["idle"].append(_f(idle, 1e6, bad, "idle_time"))
                 coll["bytes"].append(bytes_of.get((op, group, s), math.nan))
-            _report(path, "CommAnalyzerTime", bad, warnings)
+            report_bad(f"{path}: CommAnalyzerTime", bad, warnings)
 
         links = {c: [] for c in LINK_COLUMNS}
         if "CommAnalyzerMatrix" in tables:
@@ -158,7 +141,7 @@ def read_analysis(path: str) -> tuple[dict, list]:
             if dropped:
                 warnings.append(f"{path}: CommAnalyzerMatrix: {dropped} row(s) without integer "
                                 "src/dst ranks; dropped")
-            _report(path, "CommAnalyzerMatrix", bad, warnings)
+            report_bad(f"{path}: CommAnalyzerMatrix", bad, warnings)
         return {"steps": steps, "collectives": coll, "links": links}, warnings
     finally:
         con.close()

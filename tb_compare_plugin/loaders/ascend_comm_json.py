@@ -55,8 +55,10 @@ def _steps(path: str, data: dict, warnings: list):
                 yield step, kind, name, group, rec
 
 
-def _num(rec: dict, key: str, bad: dict, scale: float = 1.0) -> float:
-    v = rec.get(key)
+def scaled_amount(v, scale: float, bad: dict, key: str) -> float:
+    """``v`` (a time or a size) times ``scale``; NaN, counted under ``key`` in ``bad``, when it is
+    missing, not a number, infinite or negative (:func:`report_bad` turns the counts into warnings).
+    Shared with the database export's reader (:mod:`.ascend_cluster_db`)."""
     try:
         x = float(v)
     except (TypeError, ValueError):
@@ -68,9 +70,14 @@ def _num(rec: dict, key: str, bad: dict, scale: float = 1.0) -> float:
     return x * scale
 
 
-def _report(path: str, bad: dict, warnings: list) -> None:
+def report_bad(where: str, bad: dict, warnings: list) -> None:
+    """One warning per key counted by :func:`scaled_amount`; ``where`` names the file (and table)."""
     for key, n in sorted(bad.items()):
-        warnings.append(f"{path}: {n} {key} value(s) missing, negative or not a number (left empty)")
+        warnings.append(f"{where}: {n} {key} value(s) missing, negative or not a number (left empty)")
+
+
+def _num(rec: dict, key: str, bad: dict, scale: float = 1.0) -> float:
+    return scaled_amount(rec.get(key), scale, bad, key)
 
 
 COLLECTIVE_COLUMNS = ("step", "name", "op_type", "group", "start_ns", "elapse", "transmit", "wait",
@@ -107,7 +114,7 @@ def read_communication(path: str) -> tuple[dict, list]:
         out["synchronization"].append(_num(t, "Synchronization Time(ms)", bad, 1e6))
         out["idle"].append(_num(t, "Idle Time(ms)", bad, 1e6))
         out["bytes"].append(size)
-    _report(path, bad, warnings)
+    report_bad(path, bad, warnings)
     return out, warnings
 
 
@@ -140,5 +147,5 @@ def read_matrix(path: str) -> tuple[dict, list]:
             out["op_name"].append(str(v.get("Op Name") or ""))
     if bad_keys:
         warnings.append(f"{path}: {bad_keys} link(s) not keyed SRC-DST; dropped")
-    _report(path, bad, warnings)
+    report_bad(path, bad, warnings)
     return out, warnings
