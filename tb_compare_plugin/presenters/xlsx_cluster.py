@@ -187,21 +187,9 @@ class _Writer:
 def write_cluster_workbook(d: dict, target) -> list[str]:
     """Write the workbook of the cluster JSON ``d`` to ``target`` (a path, written atomically,
     or a binary file); the sheet names written, in order."""
-    from .xlsx_workbook import open_target
-    fh, finish = open_target(target)
-    book = None
-    try:
-        n_links = sum(len(s.get("links") or []) for s in _sides(d))
-        book = Workbook(fh, compresslevel=1 if n_links > 50_000 else 6)
-        _write(_Writer(book), d)
-        book.close()
-    except BaseException:
-        if book is not None:
-            book.discard()
-        finish(False)
-        raise
-    finish(True)
-    return list(book.sheet_names)
+    from .xlsx_workbook import write_book
+    n_links = sum(len(s.get("links") or []) for s in _sides(d))
+    return write_book(target, n_links, lambda book: _write(_Writer(book), d))
 
 
 def _write(w: _Writer, d: dict) -> None:

@@ -386,6 +386,25 @@ def open_target(target):
     return target, lambda ok: None
 
 
+def write_book(target, n_rows: int, fill) -> list[str]:
+    """Open a :class:`Workbook` on ``target`` (:func:`open_target`; a quicker deflate above 50,000
+    rows), let ``fill(book)`` write its sheets, close it; on any failure discard it and leave no
+    file behind.  The names of the sheets written, in order."""
+    fh, finish = open_target(target)
+    book = None
+    try:
+        book = Workbook(fh, compresslevel=1 if n_rows > 50_000 else 6)
+        fill(book)
+        book.close()
+    except BaseException:
+        if book is not None:
+            book.discard()
+        finish(False)
+        raise
+    finish(True)
+    return list(book.sheet_names)
+
+
 def write_workbook(cmp, target, sheets=None) -> list[str]:
     """Write the comparison workbook to ``target`` (a path, written atomically, or a binary
     file-like object).  ``sheets``: engine names to include (``ENGINES``; None = all).  Returns
@@ -418,23 +437,14 @@ def _write(cmp, target, sheets) -> list[str]:
             summary.blocks.append((["Notes"], [[n] for n in all_notes]))
     base_label = cmp.base_side.path or f"{cmp.base_side.run}/{cmp.base_side.worker}"
     target_label = cmp.target_side.path or f"{cmp.target_side.run}/{cmp.target_side.worker}"
-    fh, finish = open_target(target)
-    book = None
-    try:
-        n_rows = sum(len(d.rows) for d in by_name.values()) + sum(len(d.rows) for d in extra)
-        book = Workbook(fh, compresslevel=1 if n_rows > 50_000 else 6)
+
+    def fill(book) -> None:
         sb = StyleBook(book.styles)
         for d in [by_name.get(name) for name in ORDER] + extra:
             if d is not None and (d.rows or d.blocks):
                 write_sheet(book, sb, d, base_label, target_label)
-        book.close()
-    except BaseException:
-        if book is not None:
-            book.discard()
-        finish(False)
-        raise
-    finish(True)
-    return list(book.sheet_names)
+    n_rows = sum(len(d.rows) for d in by_name.values()) + sum(len(d.rows) for d in extra)
+    return write_book(target, n_rows, fill)
 
 
 def _safe(s: str, limit: int = 60) -> str:
