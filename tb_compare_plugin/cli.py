@@ -16,7 +16,7 @@ import sys
 import threading
 
 from .cli_common import EXIT_FAIL, EXIT_OK, EXIT_USAGE, CliError, Progress  # noqa: F401 - shared with cli_cluster
-from .cli_common import atomic_write as _atomic_write
+from .cli_common import write_output
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -202,17 +202,7 @@ def run(args) -> int:
             raise CliError(e.message)
     if args.json:
         payload = {**payload, "steps": steps}
-        data = encode(payload)
-        if args.json == "-":
-            out = getattr(sys.stdout, "buffer", None)
-            if out is None:                  # a text-only stdout (embedding, tests)
-                sys.stdout.write(data.decode("utf-8") + "\n")
-            else:
-                sys.stdout.flush()
-                out.write(data + b"\n")
-                out.flush()
-        else:
-            _atomic_write(args.json, data)
+        write_output(args.json, encode(payload))
     if args.xlsx:
         try:
             service.write_workbook(cmp, os.path.abspath(args.xlsx), sheets=selected_sheets(args))

@@ -13,7 +13,7 @@ import argparse
 import os
 import sys
 
-from .cli_common import EXIT_OK, CliError, Progress, atomic_write
+from .cli_common import EXIT_OK, CliError, Progress, write_output
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -64,17 +64,7 @@ def check_size(d: dict, path: str, role: str) -> None:
 
 def write_json(target: str, data: dict) -> None:
     from .presenters.json_encode import encode
-    raw = encode(data)
-    if target == "-":
-        out = getattr(sys.stdout, "buffer", None)
-        if out is None:
-            sys.stdout.write(raw.decode("utf-8") + "\n")
-        else:
-            sys.stdout.flush()
-            out.write(raw + b"\n")
-            out.flush()
-    else:
-        atomic_write(target, raw)
+    write_output(target, encode(data))
 
 
 def run(args) -> int:

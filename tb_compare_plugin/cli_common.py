@@ -1,6 +1,6 @@
 """What both commands (`tb-compare BASELINE TARGET`, :mod:`.cli`; `tb-compare cluster`,
 :mod:`.cli_cluster`) share: exit codes, the one-line error, the progress bar on stderr (only on a
-terminal) and the atomic file write."""
+terminal), the atomic file write and the `--json` output (a file or stdout)."""
 from __future__ import annotations
 
 import os
@@ -59,3 +59,18 @@ def atomic_write(path: str, data: bytes) -> None:
         except OSError:
             pass
         raise CliError(f"cannot write {path}: {e.strerror or e}")
+
+
+def write_output(target: str, data: bytes) -> None:
+    """``data`` (a `--json` answer) to stdout, with a newline, when ``target`` is ``-``; else
+    atomically to the file ``target``."""
+    if target == "-":
+        out = getattr(sys.stdout, "buffer", None)
+        if out is None:                  # a text-only stdout (embedding, tests)
+            sys.stdout.write(data.decode("utf-8") + "\n")
+        else:
+            sys.stdout.flush()
+            out.write(data + b"\n")
+            out.flush()
+    else:
+        atomic_write(target, data)
