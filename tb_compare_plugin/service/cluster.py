@@ -57,14 +57,11 @@ class RunRef:
 def find_run(run) -> RunRef:
     """The run at a path (a folder of worker folders / trace files; a logdir holding exactly one
     run), or a :class:`~..discovery.RunInfo` the caller has already (the plugin's scanner)."""
-    from ..discovery import RunInfo, find_runs
-    if isinstance(run, RunRef):
-        return run
-    if isinstance(run, RunInfo):
-        return RunRef(run.name, run.path, list(run.workers))
-    path = os.path.abspath(os.fspath(run))
-    if not os.path.isdir(path):
-        raise ValueError(f"{path}: not a folder (a cluster run is a folder of its ranks' profiles)")
+    from ..discovery import find_runs
+    known = _known_ref(run)
+    if known is not None:
+        return known
+    path = _run_folder(run)
     runs = find_runs(path)
     if not runs:
         raise ValueError(f"{path}: no profile found")
@@ -74,6 +71,24 @@ def find_run(run) -> RunRef:
     r = runs[0]
     name = os.path.basename(path.rstrip(os.sep)) if r.name == "." else r.name
     return RunRef(name, path, list(r.workers))
+
+
+def _known_ref(run) -> RunRef | None:
+    """The RunRef of a RunRef or of a discovery :class:`~..discovery.RunInfo`; None for a path."""
+    from ..discovery import RunInfo
+    if isinstance(run, RunRef):
+        return run
+    if isinstance(run, RunInfo):
+        return RunRef(run.name, run.path, list(run.workers))
+    return None
+
+
+def _run_folder(run) -> str:
+    """The absolute path of a run given as a path; ValueError unless it is a folder."""
+    path = os.path.abspath(os.fspath(run))
+    if not os.path.isdir(path):
+        raise ValueError(f"{path}: not a folder (a cluster run is a folder of its ranks' profiles)")
+    return path
 
 
 def tree_source(path: str) -> str:
@@ -371,15 +386,8 @@ def only_step(summaries: Sequence, step: int, run: str) -> list:
 
 def _ref_for_key(run) -> RunRef:
     """A RunRef for keying the run-level cache without walking discovery when a path is given."""
-    from ..discovery import RunInfo
-    if isinstance(run, RunRef):
-        return run
-    if isinstance(run, RunInfo):
-        return RunRef(run.name, run.path, list(run.workers))
-    path = os.path.abspath(os.fspath(run))
-    if not os.path.isdir(path):
-        raise ValueError(f"{path}: not a folder (a cluster run is a folder of its ranks' profiles)")
-    return RunRef("", path, [])
+    known = _known_ref(run)
+    return known if known is not None else RunRef("", _run_folder(run), [])
 
 
 def _note_errors(d: dict, errors: list) -> None:
