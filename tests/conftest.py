@@ -26,6 +26,18 @@ needs_golden = pytest.mark.skipif(
     not GOLDEN.is_dir(), reason=f"reference golden data not found at {GOLDEN}")
 
 
+def deviations_block(name: str) -> dict:
+    """The machine-readable block ``<!-- NAME-deviations: begin -->`` of docs/deviations.md (a
+    JSON code block), read by the golden tests so that prose and test name the same figures."""
+    import json
+    import re
+    text = (ROOT / "docs" / "deviations.md").read_text()
+    m = re.search(rf"<!-- {name}-deviations: begin -->\s*```json\n(.*?)```\s*<!-- {name}-deviations: end -->",
+                  text, re.S)
+    assert m, f"docs/deviations.md: the machine-readable {name}-deviations block is missing"
+    return json.loads(m.group(1))
+
+
 @pytest.fixture(scope="session")
 def corpus() -> Path:
     if not CORPUS.is_dir():

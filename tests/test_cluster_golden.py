@@ -8,11 +8,10 @@ from __future__ import annotations
 import csv
 import json
 import math
-import re
 
 import pytest
 
-from conftest import CORPUS, GOLDEN, ROOT, needs_corpus, needs_golden
+from conftest import CORPUS, GOLDEN, deviations_block, needs_corpus, needs_golden
 from tb_compare_plugin.analyses.run.cluster import analyse_cluster
 from tb_compare_plugin.analyses.run.summarise import summarise_worker
 
@@ -22,11 +21,7 @@ RUNS = ("alexnet_ddp_2rank_level0", "alexnet_ddp_2rank_level1", "alexnet_ddp_2ra
 
 
 def deviations() -> dict:
-    text = (ROOT / "docs" / "deviations.md").read_text()
-    m = re.search(r"<!-- cluster-deviations: begin -->\s*```json\n(.*?)```\s*"
-                  r"<!-- cluster-deviations: end -->", text, re.S)
-    assert m, "docs/deviations.md: the machine-readable cluster-deviations block is missing"
-    return json.loads(m.group(1))
+    return deviations_block("cluster")
 
 
 @pytest.fixture(scope="module")

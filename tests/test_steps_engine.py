@@ -13,12 +13,11 @@ from __future__ import annotations
 
 import json
 import math
-import re
 
 import numpy as np
 import pytest
 
-from conftest import CORPUS, ROOT
+from conftest import CORPUS, ROOT, deviations_block
 from tb_compare_plugin.engines import noise
 from tb_compare_plugin.engines.steps import (BREAKDOWN, PHASES, MetricDiff, Stat, SideSteps, StepsComparison,
                                              side_steps)
@@ -151,21 +150,13 @@ def test_default_mode_equals_the_plugin_with_its_bugs_fixed(gpath, parsed):
     assert not bad, bad
 
 
-def _deviations() -> dict:
-    text = (ROOT / "docs" / "deviations.md").read_text()
-    m = re.search(r"<!-- steps-breakdown-deviations: begin -->\s*```json\n(.*?)```\s*"
-                  r"<!-- steps-breakdown-deviations: end -->", text, re.S)
-    assert m, "docs/deviations.md: the machine-readable steps-breakdown-deviations block is missing"
-    return json.loads(m.group(1))
-
-
 @pytest.mark.parametrize("gpath", GOLDENS, ids=[p.stem for p in GOLDENS])
 def test_default_mode_differs_from_the_plugin_only_where_documented(gpath, parsed):
     """docs/deviations.md names, per golden trace, the parts where our default figures differ from
     0.4.3 and the bug that explains it; every other part of every matched step is within 1% or
     10 µs, and each named part really differs, its rule holding on the sums over the steps."""
     g, path = _golden(gpath)
-    listed = _deviations().get(gpath.stem, {})
+    listed = deviations_block("steps-breakdown").get(gpath.stem, {})
     prof = parsed(path)
     side = side_steps(prof)
     by_step = {r.step: r for r in side.steps}
