@@ -8,6 +8,9 @@ DDP on 2 ranks, rank 0 written) traced for two training steps on three "machines
 * ``target_npu/rank0_ascend_pt/``              Ascend PyTorch Profiler text export, Level1;
 * ``target_npu_v2/rank0_ascend_pt/``           the same NPU job on a newer software stack.
 
+Beside it, ``msprof_tf_baseline/`` and ``msprof_tf_target/``: an msprof CANN export of a
+TensorFlow-like job (``gen/msprof_cann.py``).
+
 Every byte is produced here, deterministically (no clock, no randomness):
 ``python samples/make_samples.py [--out DIR]`` rewrites everything under samples/ except this
 script, gen/ and README.md.  The planted regressions (README.md) are exact; the expected figures are
@@ -30,6 +33,7 @@ sys.path.insert(0, str(HERE))
 from gen.ascend_text import NpuExport  # noqa: E402 - after the path set-up above
 from gen.expected import METRICS, build, expected  # noqa: E402
 from gen.kineto import write_gpu  # noqa: E402
+from gen.msprof_cann import write_all as write_msprof  # noqa: E402
 
 
 def main(argv=None):
@@ -41,6 +45,7 @@ def main(argv=None):
     write_gpu(runs["baseline_gpu"], out / "baseline_gpu" / "worker0.pt.trace.json")
     for name in ("target_npu", "target_npu_v2"):
         NpuExport(runs[name]).write(out / name / "rank0_ascend_pt")
+    write_msprof(out)
     exp = expected(runs)
     (out / "expected.json").write_text(json.dumps(exp, indent=1) + "\n", encoding="utf-8", newline="")
     print(f"{'figure (ms, capture)':28s}" + "".join(f"{k:>16s}" for k in runs))

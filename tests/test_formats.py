@@ -29,7 +29,7 @@ PKG = Path(__file__).resolve().parent.parent / "tb_compare_plugin"
 
 def test_builtin_formats_in_order():
     assert registry.builtin_ids() == ("trace-json", "ascend-text", "ascend-db", "mindspore-text", "mindspore-db",
-                                      "mindspore-legacy", "mindspore-msprof")
+                                      "mindspore-legacy", "msprof-cann", "mindspore-msprof")
     for d in registry.BUILTIN:
         assert registry.get(d.id) is d
         assert d.capabilities <= CAPABILITIES, d

@@ -25,10 +25,11 @@ from .mindspore_db import DESCRIPTOR as _MINDSPORE_DB
 from .mindspore_legacy import DESCRIPTOR as _MINDSPORE_LEGACY
 from .mindspore_msprof import DESCRIPTOR as _MINDSPORE_MSPROF
 from .mindspore_text import DESCRIPTOR as _MINDSPORE_TEXT
+from .msprof_cann import DESCRIPTOR as _MSPROF_CANN
 from .trace_json import DESCRIPTOR as _TRACE_JSON
 
 BUILTIN: tuple = (_TRACE_JSON, _ASCEND_TEXT, _ASCEND_DB, _MINDSPORE_TEXT, _MINDSPORE_DB,
-           _MINDSPORE_LEGACY, _MINDSPORE_MSPROF)
+           _MINDSPORE_LEGACY, _MSPROF_CANN, _MINDSPORE_MSPROF)
 
 ENV = "TB_COMPARE_FORMATS"
 _lock = threading.Lock()

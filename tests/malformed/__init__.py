@@ -8,12 +8,12 @@ must name; ``source`` names the pristine profile the case was derived from, so t
 rows the loader dropped (which need a warning) from rows the case itself removed (``removes``).
 
 Modules: :mod:`.common` (the Case record, sources, helpers), :mod:`.kineto`, :mod:`.ascend_text`,
-:mod:`.ascend_db`, :mod:`.layout`, :mod:`.mindspore` (the cases, registered on import, in this order) and
+:mod:`.ascend_db`, :mod:`.layout`, :mod:`.mindspore`, :mod:`.msprof` (the cases, registered on import, in this order) and
 :mod:`.tinydb` (the SQLite export the tests build).
 """
 from __future__ import annotations
 
-from . import kineto, ascend_text, ascend_db, layout, mindspore  # noqa: F401  (register their cases, in this order)
+from . import kineto, ascend_text, ascend_db, layout, mindspore, msprof  # noqa: F401  (register their cases, in this order)
 from .common import (ASCEND_TEXT_OWNER, CASES, CORPUS_SOURCES, DB, OUT, SOURCES, TRACE, WORKER,  # noqa: F401
                      Case, add, add_mut, copy_npu, out)
 from .tinydb import make_tiny_db  # noqa: F401

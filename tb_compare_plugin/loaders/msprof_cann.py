@@ -1,0 +1,273 @@
+"""Parse an msprof CANN text export (``PROF_XXX/mindstudio_profiler_output/``: TensorFlow on
+Ascend, offline/ACL inference) into a Profile.
+
+Files (names ``<kind>[_slice_<N>]_<timestamp>.csv``; a long run is cut into ``_slice_0``,
+``_slice_1``, ... files, merged here in slice order; of several exports of one kind and slice the
+newest timestamp is read, the others warned about):
+
+* ``op_summary_*``: one row per device task, µs (``Task Start Time(us)``, ``Task Duration(us)``,
+  ``Task Wait Time(us)``) -> ``kernels``: Op Name -> name, OP Type -> type, Task Type -> task_type
+  and accel_core (AI_CORE / AI_VECTOR_CORE / AI_CPU / MIX_AIC / MIX_AIV: compute; communication:
+  collective, also a ``comm_ops`` row), Stream ID, Task ID, Input Shapes / Data Types / Formats,
+  and the PMU columns kernel_details.csv shares (aicore_time(us), aic_mac_time(us), aic_mac_ratio,
+  aic_mte2_time(us), aiv_time(us), aiv_vec_time(us), aiv_vec_ratio).
+* ``step_trace_*``: one row per iteration, µs: Iteration ID, FP Start, BP End, Iteration End,
+  Iteration Time, FP to BP Time, Iteration Refresh, Data Aug Bound -> ``steps`` (an iteration runs
+  from the previous Iteration End, or from its FP Start for the first, to its Iteration End; so the
+  step's iteration gap is its Data Aug Bound) and ``step_trace.preparing_ns`` = Data Aug Bound.
+* ``op_statistic_*``, ``api_statistic_*``, ``task_time_*``, ``fusion_op_*``, ``msprof_*.json``:
+  summaries of the same tasks, or host data the model has no table for; listed in
+  ``meta.files`` only when read (op_statistic: its Count and Total Time are checked against
+  op_summary, a mismatch warned).
+
+Problems are warnings naming the file, count and reason; an unreadable op_summary raises LoadError.
+"""
+from __future__ import annotations
+
+import os
+import re
+
+import numpy as np
+
+from ..model import KIND_COMM, KIND_COMPUTE, KIND_MEMCPY, KIND_OTHER, Profile, ProfileMeta, SymbolTable, make_table
+from .ascend_csv import PMU_COLUMNS, num, ns, read_csv, text
+from .errors import LoadError
+
+OUTPUT_DIR = "mindstudio_profiler_output"
+KINDS = ("op_summary", "op_statistic", "step_trace", "task_time", "api_statistic", "fusion_op", "msprof")
+FILE_RE = re.compile(r"^(" + "|".join(KINDS) + r")(?:_(\d+))*?(?:_slice_(\d+))?_(\d+)\.(csv|json)$")
+DEVICE_RE = re.compile(r"^device_(\d+)$")
+COMPUTE_PREFIXES = ("AI_", "MIX_")
+
+
+def output_files(out_dir: str) -> dict:
+    """(kind, ext) -> [path, ...] in slice order (the newest export of each slice); and
+    ``"_dropped"`` -> older exports of a slice that is present twice."""
+    try:
+        names = sorted(os.listdir(out_dir))
+    except OSError:
+        return {}
+    best: dict = {}
+    dropped: list = []
+    for n in names:
+        m = FILE_RE.match(n)
+        if not m or (m.group(1) == "msprof" and n.startswith("msprof_tx")):
+            continue
+        key = (m.group(1), m.group(5), int(m.group(3) or 0))
+        ts = int(m.group(4))
+        if key in best:
+            old = best[key]
+            if ts > old[0]:
+                dropped.append(old[1])
+                best[key] = (ts, n)
+            else:
+                dropped.append(n)
+        else:
+            best[key] = (ts, n)
+    out: dict = {"_dropped": [os.path.join(out_dir, n) for n in dropped]}
+    for (kind, ext, sl), (_, n) in sorted(best.items()):
+        out.setdefault((kind, ext), []).append(os.path.join(out_dir, n))
+    return out
+
+
+def kind_of(task_type) -> int:
+    t = str(task_type or "").upper()
+    if t.startswith(COMPUTE_PREFIXES):
+        return KIND_COMPUTE
+    if t.startswith(("COMMUNICATION", "HCCL", "NOTIFY", "REDUCE")):
+        return KIND_COMM
+    if t.startswith("MEMCPY"):
+        return KIND_MEMCPY
+    return KIND_OTHER
+
+
+def _read_op_summary(paths: list, warnings: list) -> dict:
+    parts = []
+    for p in paths:
+        df = read_csv(p, ["Op Name", "Task Start Time(us)", "Task Duration(us)"],
+                      ["OP Type", "Task Type", "Stream ID", "Task ID", "Device_id", "Task Wait Time(us)",
+                       "Input Shapes", "Input Data Types", "Input Formats", *PMU_COLUMNS], warnings,
+                      aliases={"Stream ID": ("Stream Id",), "Task ID": ("Task Id",)}, warn_missing=False)
+        if df is None:
+            continue
+        for col in ("OP Type", "Task Type"):
+            if col not in df.columns:
+                warnings.append(f"{os.path.basename(p)}: column {col!r} is missing")
+        if not len(df):
+            warnings.append(f"{os.path.basename(p)}: empty slice (a header and no rows)")
+            continue
+        cols = {"name": text(df, "Op Name"), "type": text(df, "OP Type"), "task_type": text(df, "Task Type"),
+                "start_ns": ns(df, "Task Start Time(us)"), "dur_us": num(df, "Task Duration(us)"),
+                "stream": num(df, "Stream ID"), "task_id": num(df, "Task ID"), "device": num(df, "Device_id"),
+                "input_shapes": text(df, "Input Shapes"), "input_dtypes": text(df, "Input Data Types"),
+                "input_formats": text(df, "Input Formats")}
+        for c, k in PMU_COLUMNS.items():
+            cols[k] = num(df, c)
+        bad = (cols["start_ns"] < 0) | ~np.isfinite(cols["dur_us"]) | (cols["dur_us"] < 0)
+        if bad.any():
+            warnings.append(f"{os.path.basename(p)}: {int(bad.sum())} row(s) dropped (no readable "
+                            "'Task Start Time(us)' or 'Task Duration(us)')")
+            cols = {k: v[~bad] for k, v in cols.items()}
+        parts.append(cols)
+    if not parts:
+        return {}
+    return {k: np.concatenate([c[k] for c in parts]) for k in parts[0]}
+
+
+def _read_step_trace(paths: list, warnings: list) -> dict:
+    want = ["Iteration ID", "FP Start(us)", "BP End(us)", "Iteration End(us)", "Iteration Time(us)",
+            "FP to BP Time(us)", "Iteration Refresh(us)", "Data Aug Bound(us)"]
+    it: dict = {}
+    for p in paths:
+        df = read_csv(p, ["Iteration ID", "Iteration End(us)"], want[1:], warnings)
+        if df is None:
+            continue
+        if not len(df):
+            warnings.append(f"{os.path.basename(p)}: empty slice (a header and no rows)")
+            continue
+        ids = num(df, "Iteration ID")
+        end = ns(df, "Iteration End(us)")
+        fp = ns(df, "FP Start(us)")
+        it_ns = np.round(num(df, "Iteration Time(us)") * 1000)
+        aug = num(df, "Data Aug Bound(us)") * 1000
+        bad = 0
+        for i in range(len(df)):
+            if not np.isfinite(ids[i]) or end[i] < 0:
+                bad += 1
+                continue
+            it.setdefault(int(ids[i]), (int(fp[i]), int(end[i]), float(it_ns[i]), float(aug[i])))
+        if bad:
+            warnings.append(f"{os.path.basename(p)}: {bad} row(s) dropped (no readable 'Iteration ID' "
+                            "or 'Iteration End(us)')")
+    return it
+
+
+def load(out_dir: str, progress=None, framework: str = "unknown") -> Profile:
+    """Parse ``PROF_XXX/mindstudio_profiler_output`` (or the ``PROF_XXX`` folder holding it)."""
+    out_dir = os.path.abspath(out_dir)
+    if os.path.basename(out_dir) != OUTPUT_DIR and os.path.isdir(os.path.join(out_dir, OUTPUT_DIR)):
+        out_dir = os.path.join(out_dir, OUTPUT_DIR)
+    files = output_files(out_dir)
+    ops_files = files.get(("op_summary", "csv"), [])
+    if not ops_files:
+        raise LoadError(out_dir, "no op_summary_*.csv (no device tasks; export with msprof --export=on)")
+    warnings: list = [f"{p}: an older export of the same file; not read" for p in files["_dropped"]]
+    read: list = []
+    sym = SymbolTable()
+    k = _read_op_summary(ops_files, warnings)
+    read += ops_files
+    if progress is not None:
+        progress(0.7)
+    n = len(k.get("name", ()))
+    if not n:
+        warnings.append(f"{out_dir}: op_summary has no task rows")
+    st_files = files.get(("step_trace", "csv"), [])
+    read += st_files
+    it = _read_step_trace(st_files, warnings)
+    if not st_files:
+        warnings.append(f"{out_dir}: no step_trace_*.csv (offline inference or single-operator run); "
+                        "the whole capture is one step")
+    ids = sorted(it)
+    start, end, aug = [], [], []
+    prev_end = None
+    for i in ids:
+        fp, e, _, a = it[i]
+        s = prev_end if prev_end is not None else (fp if fp >= 0 else e - int(round(it[i][2])))
+        start.append(s)
+        end.append(e)
+        aug.append(a)
+        prev_end = e
+    steps = make_table("steps", len(ids), step=np.array(ids, np.int64), start_ns=np.array(start, np.int64),
+                       end_ns=np.array(end, np.int64))
+    step_trace = make_table("step_trace", len(ids), step=np.array(ids, np.int64),
+                            preparing_ns=np.array(aug, np.float64))
+    kt = [None] * n
+    if n:
+        task_type = k["task_type"]
+        kinds = np.array([kind_of(t) for t in task_type], np.int8)
+        start_ns = k["start_ns"]
+        dur_ns = np.round(k["dur_us"] * 1000).astype(np.int64)
+        order = np.argsort(start_ns, kind="stable")
+        step_of = np.full(n, -1, np.int64)
+        if ids:
+            s0, s1 = steps["start_ns"].to_numpy(), steps["end_ns"].to_numpy()
+            pos = np.searchsorted(s0, start_ns, side="right") - 1
+            idx = np.clip(pos, 0, None)
+            inside = (pos >= 0) & (start_ns < s1[idx])
+            step_of[inside] = np.array(ids, np.int64)[idx[inside]]
+            if int((~inside).sum()):
+                warnings.append(f"{out_dir}: {int((~inside).sum())} of {n} task(s) outside every iteration "
+                                "of step_trace (step -1)")
+        kt = dict(name=sym.intern_many(k["name"]), type=sym.intern_many(k["type"]),
+                  task_type=sym.intern_many(task_type), accel_core=sym.intern_many(task_type), kind=kinds,
+                  stream=np.where(np.isfinite(k["stream"]), k["stream"], -1).astype(np.int64),
+                  task_id=np.where(np.isfinite(k["task_id"]), k["task_id"], -1).astype(np.int64),
+                  device=np.where(np.isfinite(k["device"]), k["device"], -1).astype(np.int64),
+                  start_ns=start_ns, dur_ns=dur_ns, step=step_of, detail=np.ones(n, bool),
+                  input_shapes=sym.intern_many(k["input_shapes"]), input_dtypes=sym.intern_many(k["input_dtypes"]),
+                  input_formats=sym.intern_many(k["input_formats"]),
+                  **{c: k[c] for c in PMU_COLUMNS.values()})
+        kt = {c: np.asarray(v)[order] for c, v in kt.items()}
+        kernels = make_table("kernels", n, **kt)
+    else:
+        kernels = make_table("kernels", 0)
+    comm = kernels[kernels["kind"] == KIND_COMM]
+    comm_ops = make_table("comm_ops", len(comm), name=comm["name"].to_numpy(), op_type=comm["type"].to_numpy(),
+                          group=sym.intern_many(["HCCL"] * len(comm)), start_ns=comm["start_ns"].to_numpy(),
+                          dur_ns=comm["dur_ns"].to_numpy(), op_id=np.arange(len(comm), dtype=np.int64),
+                          kernel=np.flatnonzero((kernels["kind"] == KIND_COMM).to_numpy()).astype(np.int64))
+    _check_op_statistic(files.get(("op_statistic", "csv"), []), kernels, sym, warnings, read)
+    for kind in ("api_statistic", "task_time", "fusion_op"):
+        for p in files.get((kind, "csv"), []):
+            if os.path.getsize(p) == 0:
+                warnings.append(f"{os.path.basename(p)}: the file is empty; ignored")
+    dev = _device(out_dir, kernels)
+    comp = kernels.loc[kernels["kind"] == KIND_COMPUTE, "stream"]
+    has_pmu = bool(n) and any(np.isfinite(kernels[c].to_numpy()).any()
+                              for c in ("aic_mac_time_us", "aiv_vec_time_us", "mac_time_us"))
+    meta = ProfileMeta(device="NPU", framework=framework, format="msprof-cann", rank=dev, path=out_dir,
+                       files=read, device_name="Ascend", warnings=warnings, has_pmu=has_pmu,
+                       compute_stream=int(comp.value_counts().idxmax()) if len(comp) else None)
+    if progress is not None:
+        progress(1.0)
+    return Profile(sym, meta, {"kernels": kernels, "steps": steps, "step_trace": step_trace, "comm_ops": comm_ops})
+
+
+def _device(out_dir: str, kernels) -> int | None:
+    d = kernels["device"].to_numpy() if len(kernels) else np.array([], np.int64)
+    d = d[d >= 0]
+    if len(d):
+        return int(np.bincount(d).argmax())
+    return device_from_folders(os.path.dirname(out_dir))
+
+
+def device_from_folders(prof_dir: str) -> int | None:
+    try:
+        devs = sorted(int(m.group(1)) for m in map(DEVICE_RE.match, os.listdir(prof_dir)) if m)
+    except OSError:
+        return None
+    return devs[0] if devs else None
+
+
+def _check_op_statistic(paths: list, kernels, sym, warnings: list, read: list) -> None:
+    """op_statistic's per-type Count and Total Time should be op_summary's; say so when not."""
+    for p in paths:
+        df = read_csv(p, ["OP Type", "Count", "Total Time(us)"], ["Core Type"], warnings, warn_missing=False)
+        read.append(p)
+        if df is None:
+            continue
+        if not len(kernels):
+            continue
+        types = sym.strings(kernels["type"].to_numpy())
+        dur = kernels["dur_ns"].to_numpy() / 1000.0
+        sums: dict = {}
+        for t, d in zip(types, dur):
+            c = sums.setdefault(t, [0, 0.0])
+            c[0] += 1
+            c[1] += d
+        cnt, tot = num(df, "Count"), num(df, "Total Time(us)")
+        off = [t for t, c, s in zip(text(df, "OP Type"), cnt, tot)
+               if t in sums and (sums[t][0] != c or abs(sums[t][1] - s) > max(1.0, 1e-3 * s))]
+        if off:
+            warnings.append(f"{os.path.basename(p)}: {len(off)} op type(s) whose Count/Total Time differ "
+                            f"from op_summary (e.g. {off[0]}); the views use op_summary")
