@@ -74,7 +74,7 @@ def test_unreadable_and_negative_args_are_unknown_with_a_warning(tmp_path):
         ', "blocks per SM": 2.5, "est. achieved occupancy %": 50, "registers per thread": 32, "grid": [4, 1, 1]',
         ', "blocks per SM": "many", "est. achieved occupancy %": -3, "registers per thread": "x"',
         ', "blocks per SM": "1.5", "shared memory": 1024',
-        ', "grid": [1, 2]',
+        ', "grid": [1, 2], "block": "wide"',
     ])
     p = kineto_json.load(path)
     k = p.kernels
@@ -87,7 +87,8 @@ def test_unreadable_and_negative_args_are_unknown_with_a_warning(tmp_path):
     assert "1 GPU kernel events have a 'blocks per SM' arg that is not a number" in w
     assert "1 GPU kernel events have a 'registers per thread' arg that is not a number" in w
     assert "1 GPU kernel events have a negative 'est. achieved occupancy %'" in w
-    assert "unexpected type" in w                                 # the bad grid field of the last event
+    assert "1 GPU kernel events have a 'grid' arg that is not a list of three integers" in w
+    assert "1 GPU kernel events have a 'block' arg that is not a list of three integers" in w
     assert len(k) == 4
 
 

@@ -293,7 +293,8 @@ def fill_meta(meta: ProfileMeta, outside: dict, col=None) -> None:
         w.append(f"{col.n_no_device:,} GPU kernel/memcpy/memset events have no readable args.device: "
                  "their pid is used as the device")
     for label, n in col.bad_args.items():
-        w.append(f"{n:,} GPU kernel events have a {label!r} arg that is not a number: read as unknown")
+        what = "a list of three integers" if label in ("grid", "block") else "a number"
+        w.append(f"{n:,} GPU kernel events have a {label!r} arg that is not {what}: read as unknown")
     for label, n in col.neg_args.items():
         w.append(f"{n:,} GPU kernel events have a negative {label!r}: read as unknown")
     w.extend(col.ids.warnings())

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import json
 import re
-from itertools import chain
+from operator import itemgetter
 
 import msgspec
 import numpy as np
@@ -57,7 +57,7 @@ class _Memo(dict):
 
 
 _CLASS_LABEL = {C_KERNEL: "GPU kernel/memcpy/memset", C_OP: "CPU op/runtime", C_PYF: "python_function"}
-_NO_DIMS = (-1, -1, -1)
+_DIMS = ("grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z")
 FLOW_END = _Memo(lambda ph: 0)          # ph -> 1 for a flow start ("s"), 2 for its end ("f"), else 0
 FLOW_END.update(s=1, f=2)
 
@@ -101,10 +101,14 @@ class _Collector:
         self.n_device_seen = 0                  # device events (kernel/memcpy/memset) in the file
         self.bad_args: dict[str, int] = {}      # kernel arg name -> values that are not numbers
         self.neg_args: dict[str, int] = {}      # kernel arg name -> negative values (read as unknown)
+        self.dims_memo2 = _Memo(None)            # (grid text, block text) -> code, in first-seen order
+        self.dims_memo2.make = lambda key, memo=self.dims_memo2: len(memo)
+        self.dims_table = np.zeros((0, 6), np.int64)  # per code: grid x, y, z, block x, y, z
+        self.dims_bad: dict[int, tuple] = {}     # code -> the labels ("grid", "block") that are unreadable
 
     def close(self) -> None:
         """Drop the memos (their lambdas refer back to self) and any unused pieces."""
-        self.id_memo = self.str_memo = self.dims_memo = self.types_memo = None
+        self.id_memo = self.str_memo = self.dims_memo = self.types_memo = self.dims_memo2 = None
         self.parts = {}
 
     # -- decoding -------------------------------------------------------------------------
@@ -287,7 +291,7 @@ class _Collector:
         first = self._put("kernels", len(evk), name=names, task_type=k.cat,
                           kind=kind, stream=stream, device=device, start_ns=k.ts, dur_ns=k.dur,
                           corr=self._ints([a.corr for a in args]), bytes=self._ints([a.nbytes for a in args]),
-                          _pid=k.pid, _tid=k.tid, **self._geometry(args))
+                          _pid=k.pid, _tid=k.tid, **self._geometry(args, c == C_KERNEL))
         if self.nccl_ids:
             is_nccl = np.isin(names, np.fromiter(self.nccl_ids, np.int32)) & (kind == KIND_COMPUTE)
             rows = np.flatnonzero(is_nccl)
@@ -302,30 +306,60 @@ class _Collector:
                 self._put("comm_ops", len(rows), kernel=rows + first, group=self._intern(pg),
                           op_type=self._intern(op_type), bytes=nbytes)
 
-    def _geometry(self, args: list) -> dict:
-        """Launch geometry and CUPTI's estimates of device events (-1 / NaN where absent)."""
+    def _geometry(self, args: list, is_kernel: np.ndarray) -> dict:
+        """Launch geometry and CUPTI's estimates of the kernel events (-1 / NaN elsewhere and
+        where absent).  Grid and block stay JSON text until here and are read once per distinct
+        (grid, block) pair (a few hundred per trace, ``_dims_rows``); the four numbers go
+        through ``np.fromiter``, value by value only when one is not a plain number."""
         n = len(args)
-        out = {}
-        for field, (x, y, z) in (("grid", ("grid_x", "grid_y", "grid_z")),
-                                 ("block", ("block_x", "block_y", "block_z"))):
-            vals = [getattr(a, field) for a in args]
-            if vals.count(None) == n:
-                dims = np.full((n, 3), -1, np.int64)
-            else:
-                if None in vals:
-                    vals = [v if v is not None else _NO_DIMS for v in vals]
-                try:
-                    dims = np.fromiter(chain.from_iterable(vals), np.int64, 3 * n).reshape(n, 3)
-                except OverflowError:
-                    dims = np.array([[d if -2 ** 63 <= d < 2 ** 63 else -1 for d in v] for v in vals], np.int64)
-                    bad = int(sum(1 for v in vals for d in v if not -2 ** 63 <= d < 2 ** 63))
-                    self.bad_args[field] = self.bad_args.get(field, 0) + bad
-            out[x], out[y], out[z] = dims[:, 0], dims[:, 1], dims[:, 2]
-        out["registers"] = self._arg_num([a.regs for a in args], np.int64, "registers per thread")
-        out["shared_mem"] = self._arg_num([a.shmem for a in args], np.int64, "shared memory")
-        out["blocks_per_sm"] = self._arg_num([a.bps for a in args], np.float64, "blocks per SM")
-        out["occupancy_pct"] = self._arg_num([a.occ for a in args], np.float64, "est. achieved occupancy %")
+        rows = np.flatnonzero(is_kernel)
+        out = {c: np.full(n, -1, np.int64) for c in _DIMS + ("registers", "shared_mem")}
+        out["blocks_per_sm"] = np.full(n, np.nan)
+        out["occupancy_pct"] = np.full(n, np.nan)
+        m = len(rows)
+        if not m:
+            return out
+        sub = args if m == n else (itemgetter(*rows.tolist())(args) if m > 1 else [args[int(rows[0])]])
+        memo = self.dims_memo2
+        codes = np.fromiter(map(memo.__getitem__, zip(map(bytes, [a.grid for a in sub]),
+                                                    map(bytes, [a.block for a in sub]))), np.int64, m)
+        if len(self.dims_table) < len(memo):
+            self._dims_rows(memo)
+        dims = self.dims_table[codes]
+        if self.dims_bad:
+            bad = np.fromiter(self.dims_bad, np.int64, len(self.dims_bad))
+            hit = np.isin(codes, bad)
+            if hit.any():
+                for code, cnt in zip(*np.unique(codes[hit], return_counts=True)):
+                    for label in self.dims_bad[int(code)]:
+                        self.bad_args[label] = self.bad_args.get(label, 0) + int(cnt)
+        for c, name in enumerate(_DIMS):
+            out[name][rows] = dims[:, c]
+        out["registers"][rows] = self._arg_num([a.regs for a in sub], np.int64, "registers per thread")
+        out["shared_mem"][rows] = self._arg_num([a.shmem for a in sub], np.int64, "shared memory")
+        out["blocks_per_sm"][rows] = self._arg_num([a.bps for a in sub], np.float64, "blocks per SM")
+        out["occupancy_pct"][rows] = self._arg_num([a.occ for a in sub], np.float64, "est. achieved occupancy %")
         return out
+
+    def _dims_rows(self, memo: dict) -> None:
+        """Read the (grid, block) texts not read yet: each must be three non-negative integers,
+        else it is unknown, counted once per kernel event carrying it (``dims_bad``)."""
+        done = len(self.dims_table)
+        keys = list(memo)[done:]
+        table = np.full((len(keys), 6), -1, np.int64)
+        for r, (grid, block) in enumerate(keys):
+            for off, text, label in ((0, grid, "grid"), (3, block, "block")):
+                if not text:
+                    continue
+                try:
+                    v = json.loads(text)
+                except ValueError:
+                    v = None
+                if isinstance(v, list) and len(v) == 3 and all(type(d) is int and 0 <= d < 2 ** 63 for d in v):
+                    table[r, off:off + 3] = v
+                elif v is not None:
+                    self.dims_bad[done + r] = self.dims_bad.get(done + r, ()) + (label,)
+        self.dims_table = np.concatenate([self.dims_table, table])
 
     def _arg_num(self, vals: list, dtype, label: str) -> np.ndarray:
         """A numeric kernel arg; values that are not numbers, and negative ones, become missing
@@ -341,15 +375,9 @@ class _Collector:
                 a = np.where(ok, f, -1).astype(np.int64)
             else:
                 a = f
-        if dtype is np.int64:
-            neg = a < -1
-            if neg.any():
-                a[neg] = -1
-        else:
-            neg = a < 0
-            if neg.any():
-                a[neg] = np.nan
+        neg = (a < -1) if dtype is np.int64 else (a < 0)
         if neg.any():
+            a[neg] = -1 if dtype is np.int64 else np.nan
             self.neg_args[label] = self.neg_args.get(label, 0) + int(neg.sum())
         return a
 

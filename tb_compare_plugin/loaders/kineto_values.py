@@ -42,9 +42,10 @@ class Args(msgspec.Struct, gc=False, frozen=True):
     nelems: Num = msgspec.field(default=-1, name="In msg nelems")
     dtype: Optional[str] = None
     coll: Optional[str] = msgspec.field(default=None, name="Collective name")
-    # kernel launch geometry and CUPTI's estimates (the PyTorch Profiler plugin's GPU metrics)
-    grid: Optional[tuple[int, int, int]] = None
-    block: Optional[tuple[int, int, int]] = None
+    # kernel launch geometry (kept as JSON text, read once per distinct (grid, block) pair in
+    # kineto_json) and CUPTI's estimates: the PyTorch Profiler plugin's GPU metrics
+    grid: msgspec.Raw = RAW0
+    block: msgspec.Raw = RAW0
     regs: Num = msgspec.field(default=-1, name="registers per thread")
     shmem: Num = msgspec.field(default=-1, name="shared memory")
     bps: Num = msgspec.field(default=float("nan"), name="blocks per SM")
