@@ -92,6 +92,13 @@ def test_figures_equal_sums_over_the_raw_files(profiles):
         aug = p.tables["step_trace"]["preparing_ns"].tolist()
         assert aug[1:] == [us_ns(r["Data Aug Bound(us)"]) for r in st[1:]] and st[0]["Data Aug Bound(us)"] == "N/A"
         assert p.meta.has_pmu and k["aic_mac_ratio"].notna().any() and k["aiv_vec_ratio"].notna().any()
+        # the timeline's CANN track: one op per API call, the totals api_statistic gives
+        ops = p.tables["ops"]
+        names = p.symbols.strings(ops["name"].to_numpy())
+        for r in rows(run, "api_statistic"):
+            sel = [i for i, x in enumerate(names) if x == f"{r['Level']}@{r['API Name']}"]
+            assert (len(sel), int(ops["dur_ns"].to_numpy()[sel].sum())) == (int(r["Count"]), us_ns(r["Time(us)"]))
+        assert (ops["parent"] >= 0).sum() == gen.ITERATIONS                 # rtKernelLaunch in aclmdlExecute
 
 
 def test_slices_are_merged_in_order(profiles):
@@ -131,7 +138,7 @@ ALL = ("--enable-profiling-compare", "--enable-operator-compare", "--enable-memo
 
 
 def test_cli_json_planted_sizes(tmp_path):
-    d = _cli(tmp_path, BASE, TARGET)
+    d = _cli(tmp_path, BASE, TARGET, "--enable-api-compare")
     assert d["steps"]["top_differences"][0] == "phases.iteration_gap"
     (m,) = [m for m in d["steps"]["metrics"] if m["name"] == "phases.iteration_gap"]
     assert m["diff_ms"] * 1000 == pytest.approx(AUG_MEAN_US, rel=0.02)

@@ -2,7 +2,8 @@
 BNTrainingUpdate, Relu, MatMulV2, softmax loss, backward convolutions, one HCCL all-reduce,
 ApplyMomentum) on device 0, profiled with ``msprof --task-time=l1 --aic-metrics=PipeUtilization``
 and exported with ``msprof --export=on``: ``msprof_tf_<side>/PROF_<...>/mindstudio_profiler_output/``
-with op_summary, op_statistic, step_trace, task_time, api_statistic and fusion_op CSVs, column
+with the msprof_*.json timeline and op_summary, op_statistic, step_trace, task_time,
+api_statistic and fusion_op CSVs, column
 order and units as msprof's data-file reference gives them (µs, 3 decimals).
 
 Planted differences (samples/README.md, "msprof CANN export"): the target's Data Aug Bound is
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 from pathlib import Path
 
 ITERATIONS = 8
@@ -130,6 +132,39 @@ def _pmu(op, dur_ns):
     return na
 
 
+HOST_PID, HW_PID, CANN_PID = 3001000, 3001001, 3001002
+MAIN_TID, DATA_TID = 3001000, 3001004
+# CANN APIs of one iteration: (level, api, thread, µs after the iteration start, µs)
+APIS = [("Node", "GetNext", DATA_TID, 20, 350), ("AscendCL", "aclmdlExecute", MAIN_TID, 40, 1500),
+        ("Runtime", "rtKernelLaunch", MAIN_TID, 60, 6), ("Runtime", "rtStreamSynchronize", MAIN_TID, 1560, 90)]
+
+
+def timeline(tasks, iters) -> list:
+    """msprof_*.json: process/thread names, the CANN track (one X event per API call, µs as text
+    with 3 decimals, args Thread Id / Mode / level / id as msprof writes them) and the Ascend
+    Hardware track (one X event per device task, args Task Type / Stream Id / Task Id)."""
+    ev = [{"name": "process_name", "pid": p, "tid": 0, "ph": "M", "args": {"name": n}}
+          for p, n in ((HW_PID, "Ascend Hardware"), (CANN_PID, "CANN"))]
+    ev += [{"name": "thread_name", "pid": CANN_PID, "tid": t, "ph": "M", "args": {"name": f"Thread {t}"}}
+           for t in (MAIN_TID, DATA_TID)]
+    ev += [{"name": "thread_name", "pid": HW_PID, "tid": s, "ph": "M", "args": {"name": f"Stream {s}"}}
+           for s in (STREAM, COMM_STREAM)]
+    prev_end = None
+    for it, fp, bp, end, aug in iters:
+        s = prev_end if prev_end is not None else fp - 400_000
+        for level, api, tid, off, dur in APIS:
+            ev.append({"name": f"{level}@{api}", "pid": CANN_PID, "tid": tid, "ts": us(s + off * 1000),
+                       "dur": float(dur), "ph": "X",
+                       "args": {"Thread Id": tid, "Mode": "ACL_MODEL" if level == "AscendCL" else level.upper(),
+                                "level": level.lower(), "id": api, "item_id": "0"}})
+        prev_end = end
+    for it, op, start, dur, tid, stream in tasks:
+        ev.append({"name": op[0], "pid": HW_PID, "tid": stream, "ts": us(start), "dur": dur / 1000, "ph": "X",
+                   "args": {"Model Id": 1, "Task Type": op[2], "Stream Id": stream,
+                            "Task Id": tid if tid is not None else "N/A", "Subtask Id": 4294967295}})
+    return ev
+
+
 def write(side: str, root: Path) -> Path:
     prof, stamp = RUNS[side]
     out = root / side / prof / "mindstudio_profiler_output"
@@ -174,11 +209,11 @@ def write(side: str, root: Path) -> Path:
           us(dur), us(start), us(start + dur)] for it, op, start, dur, tid, stream in tasks
          if op[2] != "communication"], TASK_TIME_HEAD), newline="")
     n = ITERATIONS
-    apis = [("host", "AscendCL", "aclmdlExecute", 1900), ("host", "Runtime", "rtKernelLaunch", 6),
-            ("host", "Runtime", "rtStreamSynchronize", 2400), ("host", "Node", "GetNext", 350)]
+    (out / f"msprof_{stamp}.json").write_text(json.dumps(timeline(tasks, iters), separators=(",", ":")),
+                                              newline="")
     (out / f"api_statistic_{stamp}.csv").write_text(_csv(
-        [[d, lv, name, us(t * 1000 * n), n, us(t * 1000), us(t * 1000), us(t * 1000), "0.000"]
-         for d, lv, name, t in apis], API_HEAD), newline="")
+        [["host", lv, name, us(t * 1000 * n), n, us(t * 1000), us(t * 1000), us(t * 1000), "0.000"]
+         for lv, name, tid, off, t in sorted(APIS, key=lambda a: -a[4])], API_HEAD), newline="")
     (out / f"fusion_op_{stamp}.csv").write_text(_csv(
         [[DEVICE, "resnet_graph", 1, "resnet/conv1/Conv2D", "resnet/conv1/Conv2D;resnet/conv1/BiasAdd",
           "18816.000", "50176.000", "18.375", "0.000", "69010.375"]], FUSION_HEAD), newline="")

@@ -15,21 +15,27 @@ newest timestamp is read, the others warned about):
   Iteration Time, FP to BP Time, Iteration Refresh, Data Aug Bound -> ``steps`` (an iteration runs
   from the previous Iteration End, or from its FP Start for the first, to its Iteration End; so the
   step's iteration gap is its Data Aug Bound) and ``step_trace.preparing_ns`` = Data Aug Bound.
-* ``op_statistic_*``, ``api_statistic_*``, ``task_time_*``, ``fusion_op_*``, ``msprof_*.json``:
-  summaries of the same tasks, or host data the model has no table for; listed in
-  ``meta.files`` only when read (op_statistic: its Count and Total Time are checked against
-  op_summary, a mismatch warned).
+* ``msprof_*.json`` (the timeline, Chrome-trace, ``ts`` µs as text or number): the ``X`` events of
+  the process named ``CANN`` (``AscendCL@<api>``, ``Runtime@<api>``, ``Node@<op>``, ... on the
+  host threads) -> ``ops`` (cat ``runtime``, nested by time per thread), so the API view compares
+  the CANN APIs; the device tasks it also holds are op_summary's and are not read from it.
+* ``op_statistic_*``, ``api_statistic_*``, ``task_time_*``, ``fusion_op_*``: summaries of the same
+  tasks, or host data the model has no table for (op_statistic: its Count and Total Time are
+  checked against op_summary, a mismatch warned).
 
 Problems are warnings naming the file, count and reason; an unreadable op_summary raises LoadError.
 """
 from __future__ import annotations
 
+import json
 import os
 import re
 
 import numpy as np
 
 from ..model import KIND_COMM, KIND_COMPUTE, KIND_MEMCPY, KIND_OTHER, Profile, ProfileMeta, SymbolTable, make_table
+from ..model.intervals import nest
+from .ascend_columns import ts_ns
 from .ascend_csv import PMU_COLUMNS, num, ns, read_csv, text
 from .errors import LoadError
 
@@ -221,6 +227,11 @@ def load(out_dir: str, progress=None, framework: str = "unknown") -> Profile:
         for p in files.get((kind, "csv"), []):
             if os.path.getsize(p) == 0:
                 warnings.append(f"{os.path.basename(p)}: the file is empty; ignored")
+    tables = {"kernels": kernels, "steps": steps, "step_trace": step_trace, "comm_ops": comm_ops}
+    tl = files.get(("msprof", "json"), [])
+    if tl:
+        tables["ops"] = _timeline_ops(tl, sym, warnings)
+        read += tl
     dev = _device(out_dir, kernels)
     comp = kernels.loc[kernels["kind"] == KIND_COMPUTE, "stream"]
     has_pmu = bool(n) and any(np.isfinite(kernels[c].to_numpy()).any()
@@ -230,7 +241,7 @@ def load(out_dir: str, progress=None, framework: str = "unknown") -> Profile:
                        compute_stream=int(comp.value_counts().idxmax()) if len(comp) else None)
     if progress is not None:
         progress(1.0)
-    return Profile(sym, meta, {"kernels": kernels, "steps": steps, "step_trace": step_trace, "comm_ops": comm_ops})
+    return Profile(sym, meta, tables)
 
 
 def _device(out_dir: str, kernels) -> int | None:
@@ -271,3 +282,66 @@ def _check_op_statistic(paths: list, kernels, sym, warnings: list, read: list) -
         if off:
             warnings.append(f"{os.path.basename(p)}: {len(off)} op type(s) whose Count/Total Time differ "
                             f"from op_summary (e.g. {off[0]}); the views use op_summary")
+
+
+def _timeline_ops(paths: list, sym, warnings: list):
+    """The CANN track of ``msprof_*.json`` slices as host ops (cat ``runtime``)."""
+    names, ts, dur, tid = [], [], [], []
+    for p in paths:
+        try:
+            with open(p, encoding="utf-8") as f:
+                doc = json.load(f)
+        except (OSError, UnicodeDecodeError) as e:
+            raise LoadError(p, f"cannot read ({e})") from None
+        except ValueError as e:
+            raise LoadError(p, f"not valid JSON, truncated or damaged copy? ({e})") from None
+        if isinstance(doc, dict):
+            doc = doc.get("traceEvents", [])
+        if not isinstance(doc, list):
+            raise LoadError(p, "not a Chrome-trace event list")
+        cann = {e.get("pid") for e in doc if isinstance(e, dict) and e.get("ph") == "M"
+                and e.get("name") == "process_name" and (e.get("args") or {}).get("name") == "CANN"}
+        n0, bad = len(names), 0
+        for e in doc:
+            if isinstance(e, dict) and e.get("ph") == "X" and e.get("pid") in cann:
+                d = e.get("dur")
+                try:
+                    d = float(d)
+                except (TypeError, ValueError):
+                    bad += 1
+                    continue
+                if not np.isfinite(d) or d < 0:
+                    bad += 1
+                    continue
+                names.append(str(e.get("name", "")))
+                ts.append(e.get("ts"))
+                dur.append(d)
+                tid.append(e.get("tid"))
+        if not doc:
+            warnings.append(f"{os.path.basename(p)}: empty slice (no events)")
+        elif len(names) == n0 and not bad:
+            warnings.append(f"{os.path.basename(p)}: no CANN track events")
+        if bad:
+            warnings.append(f"{os.path.basename(p)}: {bad} CANN event(s) dropped (missing or bad dur)")
+    start = ts_ns(ts) if ts else np.zeros(0, np.int64)
+    keep = start >= 0
+    if int((~keep).sum()):
+        warnings.append(f"{os.path.basename(paths[0])}: {int((~keep).sum())} CANN event(s) dropped (bad ts)")
+    start = start[keep]
+    d_ns = np.round(np.asarray(dur, np.float64)[keep] * 1000).astype(np.int64)
+    t = np.array([_tid(x) for x, k in zip(tid, keep) if k], np.int64)
+    nm = [x for x, k in zip(names, keep) if k]
+    order = np.lexsort((-d_ns, start))
+    start, d_ns, t = start[order], d_ns[order], t[order]
+    nm = [nm[i] for i in order]
+    parent, depth = nest(start, start + d_ns, t)
+    n = len(nm)
+    return make_table("ops", n, name=sym.intern_many(nm), cat=sym.intern_many(["runtime"] * n), start_ns=start,
+                      dur_ns=d_ns, pid=np.zeros(n, np.int64), tid=t, parent=parent, depth=depth)
+
+
+def _tid(x) -> int:
+    try:
+        return int(x)
+    except (TypeError, ValueError):
+        return -1

@@ -1,6 +1,7 @@
 """Malformed copies of the generated msprof CANN export (``samples/msprof_tf_target``, format
 ``msprof-cann``): truncated / empty / header-only slices, a missing column, cut rows, junk times,
-a raw-only PROF folder, an older duplicate export."""
+a truncated / empty / non-list msprof_*.json timeline, a raw-only PROF folder, an older
+duplicate export."""
 from __future__ import annotations
 
 import shutil
@@ -13,6 +14,7 @@ STAMP = "20261125090115"
 S0, S1 = f"op_summary_slice_0_{STAMP}.csv", f"op_summary_slice_1_{STAMP}.csv"
 ST = f"step_trace_{STAMP}.csv"
 OSTAT = f"op_statistic_{STAMP}.csv"
+TL = f"msprof_{STAMP}.json"
 
 
 def _copy(dst: Path) -> Path:
@@ -79,5 +81,8 @@ if SRC is not None:
     _case("step-trace-junk-end", lambda o: _junk_cells(o / ST, "Iteration End(us)"), (ST,))
     _case("step-trace-gone", lambda o: (o / ST).unlink(), ("step_trace",))
     _case("op-statistic-truncated", lambda o: _cut(o / OSTAT, 200), (OSTAT,))
+    _case("timeline-truncated", lambda o: _cut(o / TL, 5000), (TL,))
+    _case("timeline-empty-list", lambda o: (o / TL).write_text("[]"), (TL,))
+    _case("timeline-not-a-list", lambda o: (o / TL).write_text('"x"'), (TL,))
     _case("older-duplicate-export", _older_export, ("step_trace_20261125080000.csv",))
     add("msprof-raw-only-prof-folder", "msprof-cann", _raw_only, ("PROF_000001_20260101000000000_RAWONLYRAWONLYRA",))
