@@ -273,7 +273,9 @@ def compare_memory(base, target, options=None, matched=None, divide=(1, 1)) -> M
     if not (base.has()["memory"] or target.has()["memory"]):
         return _empty()
     from .operator import match_ops
+    from .scope_tree import op_view
     opts = _options(options)
+    base, target = op_view(base), op_view(target)   # the profiles the operator pairs were made on
     if matched is None:
         matched = match_ops(base, target, opts, trees=(op_tree(base), op_tree(target)))
     cols, listings = {}, {}

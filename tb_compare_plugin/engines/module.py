@@ -34,12 +34,14 @@ from .align import align, unmatched
 from .module_sheets import module_stats, objects, rows_frame
 from .name_map import NameMapper
 from .optree import OpTree, tree_of
+from .scope_tree import op_view
 
 _EMPTY = np.zeros(0, np.int64)
 
 
 def has_modules(profile) -> bool:
-    return bool(profile.has()["modules"])
+    """nn.Module events, or (``scope_tree``) a scope tree from the kernels' scope paths."""
+    return bool(profile.has()["modules"]) or bool(op_view(profile).has()["modules"])
 
 
 def use_module_sheets(base, target, disable_module: bool = False) -> bool:
@@ -395,6 +397,8 @@ def compare_modules(base, target, options: Options | None = None, trees=None, di
     """ModuleCompare and ModuleCompareStatistic of two profiles; ``divide``: (baseline, target)
     step counts the statistic is divided by (``per_step``; ModuleCompare's rows stay per call)."""
     opts = options or Options()
+    note = scope_note(base, target)
+    base, target = op_view(base), op_view(target)
     btree, ttree = trees or (None, None)
     bs = build_modules(base, btree, step=opts.base_step)
     ts = build_modules(target, ttree, step=opts.target_step)
@@ -405,5 +409,21 @@ def compare_modules(base, target, options: Options | None = None, trees=None, di
     pb = np.array([-1 if b is None else b for b, _ in pairs], np.int64)
     pt = np.array([-1 if t is None else t for _, t in pairs], np.int64)
     rows = rows_frame(bs, ts, pb, pt, *_row_layout(bs, ts, pairs, bkey, tkey, opts.disable_details))
-    return ModuleResult(rows, module_stats(bs, ts, pb, pt, mapper, np.array(bkey, np.int64),
-                                           np.array(tkey, np.int64), divide))
+    stats = module_stats(bs, ts, pb, pt, mapper, np.array(bkey, np.int64), np.array(tkey, np.int64), divide)
+    if note:
+        rows.attrs["note"] = stats.attrs["note"] = note
+    return ModuleResult(rows, stats)
+
+
+def scope_note(base, target) -> str | None:
+    """What the module view says when a side's module tree is its kernels' scope tree."""
+    scoped = [role for role, p in (("baseline", base), ("target", target)) if op_view(p) is not p]
+    if not scoped:
+        return None
+    text = (f"the {' and '.join(scoped)} module tree{'s are' if len(scoped) > 1 else ' is'} the scope tree of "
+            "the device kernels' scope paths (no nn.Module events): each scope's total is the device time "
+            "of the kernels under it")
+    if len(scoped) == 1 or base.meta.framework != target.meta.framework:
+        text += "; module paths of different frameworks rarely match, so each side's tree is shown with rows of "\
+                "one side only"
+    return text

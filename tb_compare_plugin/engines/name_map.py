@@ -3,7 +3,9 @@
 A matching key is built per operator name: the user map (exact full-name lookup, either side,
 spec c.3) is applied first, then, only when the two profiles come from different devices, the
 built-in alias table folds names that mean the same operation on the two platforms into one
-key (``aten::_fused_adamw_`` and ``npu::npu_apply_adam_w`` both become ``~adamw``).  The user
+key (``aten::_fused_adamw_`` and ``npu::npu_apply_adam_w`` both become ``~adamw``); the
+same when the two profiles come from different frameworks (MindSpore's op types such as
+``MatMul``, ``Conv2D``, ``Conv2DBackpropInput`` join the groups of the matching aten ops).  The user
 map can extend the table: mapping a name onto any member of a group puts it in the group.
 
 Module paths use the user map too (spec f.12: the reference computes the replacement and
@@ -16,44 +18,70 @@ from __future__ import annotations
 
 from typing import Iterable
 
-# canonical key -> spellings on either platform.  Data, not code: extend freely.
+# canonical key -> spellings on either platform.  Data, not code: extend freely.  A group added
+# for another framework (MindSpore op types: MatMul, Conv2D, ...) names one PyTorch spelling, so
+# it never folds two distinct PyTorch ops together in a PyTorch GPU <-> NPU pair.
 BUILTIN_ALIASES: dict[str, tuple[str, ...]] = {
-    "~matmul": ("aten::mm", "aten::matmul", "aten::addmm", "aten::linear",
+    "~matmul": ("MatMul", "Dense", "aten::mm", "aten::matmul", "aten::addmm", "aten::linear",
                 "npu::npu_linear", "aten::npu_linear", "aten::npu_matmul", "npu::npu_matmul",
                 "npu::npu_mm", "aten::npu_mm"),
-    "~bmm": ("aten::bmm", "aten::baddbmm", "npu::npu_bmmV2", "aten::npu_bmmV2", "npu::npu_bmm"),
-    "~attention": ("aten::scaled_dot_product_attention", "aten::_scaled_dot_product_flash_attention",
+    "~bmm": ("BatchMatMul", "BatchMatMulV2", "aten::bmm", "aten::baddbmm", "npu::npu_bmmV2", "aten::npu_bmmV2", "npu::npu_bmm"),
+    "~attention": ("FlashAttentionScore", "PromptFlashAttention", "IncreFlashAttention", "aten::scaled_dot_product_attention", "aten::_scaled_dot_product_flash_attention",
                    "aten::_scaled_dot_product_efficient_attention",
                    "aten::_scaled_dot_product_cudnn_attention", "aten::_flash_attention_forward",
                    "aten::_efficient_attention_forward", "flash_attn::_flash_attn_forward",
                    "npu::npu_fusion_attention", "aten::npu_fusion_attention",
                    "npu::npu_flash_attention", "aten::npu_flash_attention"),
-    "~attention_backward": ("aten::_scaled_dot_product_flash_attention_backward",
+    "~attention_backward": ("FlashAttentionScoreGrad", "aten::_scaled_dot_product_flash_attention_backward",
                             "aten::_scaled_dot_product_efficient_attention_backward",
                             "aten::_scaled_dot_product_cudnn_attention_backward",
                             "aten::_flash_attention_backward", "aten::_efficient_attention_backward",
                             "flash_attn::_flash_attn_backward", "npu::npu_fusion_attention_grad",
                             "aten::npu_fusion_attention_grad", "npu::npu_flash_attention_grad"),
-    "~adamw": ("aten::_fused_adamw_", "aten::_fused_adamw", "npu::npu_apply_adam_w",
+    "~adamw": ("AdamW", "AdamWeightDecay", "aten::_fused_adamw_", "aten::_fused_adamw", "npu::npu_apply_adam_w",
                "aten::npu_apply_adam_w"),
-    "~adam": ("aten::_fused_adam_", "aten::_fused_adam", "npu::npu_apply_adam", "aten::npu_apply_adam"),
-    "~layer_norm": ("aten::native_layer_norm", "npu::npu_layer_norm", "aten::npu_layer_norm",
+    "~adam": ("Adam", "ApplyAdam", "aten::_fused_adam_", "aten::_fused_adam", "npu::npu_apply_adam", "aten::npu_apply_adam"),
+    "~layer_norm": ("LayerNorm", "LayerNormV3", "aten::native_layer_norm", "npu::npu_layer_norm", "aten::npu_layer_norm",
                     "npu::npu_layer_norm_eval", "aten::npu_layer_norm_eval"),
-    "~layer_norm_backward": ("aten::native_layer_norm_backward", "npu::npu_layer_norm_backward",
+    "~layer_norm_backward": ("LayerNormGrad", "LayerNormGradV3", "LayerNormBetaGammaBackprop", "LayerNormXBackprop", "aten::native_layer_norm_backward", "npu::npu_layer_norm_backward",
                              "aten::npu_layer_norm_backward"),
-    "~rms_norm": ("aten::rms_norm", "aten::_fused_rms_norm", "npu::npu_rms_norm", "aten::npu_rms_norm"),
-    "~rms_norm_backward": ("aten::_fused_rms_norm_backward", "npu::npu_rms_norm_backward",
+    "~rms_norm": ("RmsNorm", "aten::rms_norm", "aten::_fused_rms_norm", "npu::npu_rms_norm", "aten::npu_rms_norm"),
+    "~rms_norm_backward": ("RmsNormGrad", "aten::_fused_rms_norm_backward", "npu::npu_rms_norm_backward",
                            "aten::npu_rms_norm_backward"),
-    "~cast": ("aten::_to_copy", "npu::npu_dtype_cast", "aten::npu_dtype_cast",
+    "~cast": ("Cast", "aten::_to_copy", "npu::npu_dtype_cast", "aten::npu_dtype_cast",
               "npu::_npu_dtype_cast", "aten::_npu_dtype_cast"),
-    "~gelu": ("aten::gelu", "npu::npu_gelu", "aten::npu_gelu"),
-    "~gelu_backward": ("aten::gelu_backward", "npu::npu_gelu_backward", "aten::npu_gelu_backward"),
-    "~silu": ("aten::silu", "npu::npu_silu", "aten::npu_silu"),
-    "~dropout": ("aten::native_dropout", "npu::npu_dropout", "aten::npu_dropout",
+    "~gelu": ("GeLU", "Gelu", "FastGelu", "aten::gelu", "npu::npu_gelu", "aten::npu_gelu"),
+    "~gelu_backward": ("GeLUGrad", "GeluGrad", "FastGeluGrad", "aten::gelu_backward", "npu::npu_gelu_backward", "aten::npu_gelu_backward"),
+    "~silu": ("SiLU", "Swish", "aten::silu", "npu::npu_silu", "aten::npu_silu"),
+    "~dropout": ("Dropout", "DropoutDoMask", "DropoutGenMask", "aten::native_dropout", "npu::npu_dropout", "aten::npu_dropout",
                  "npu::_npu_dropout", "aten::_npu_dropout"),
-    "~dropout_backward": ("aten::native_dropout_backward", "npu::npu_dropout_backward",
+    "~dropout_backward": ("DropoutGrad", "aten::native_dropout_backward", "npu::npu_dropout_backward",
                           "aten::npu_dropout_backward"),
-    "~softmax": ("aten::_softmax", "npu::npu_softmax", "aten::npu_softmax"),
+    "~softmax": ("Softmax", "aten::_softmax", "npu::npu_softmax", "aten::npu_softmax"),
+    "~conv2d": ("aten::conv2d", "Conv2D"),
+    "~conv2d_backward": ("autograd::engine::evaluate_function: ConvolutionBackward0",
+                         "autograd::engine::evaluate_function: CudnnConvolutionBackward0",
+                         "Conv2DBackpropInput", "Conv2DBackpropFilter"),
+    "~batch_norm": ("aten::batch_norm", "BatchNorm", "BNTrainingReduce", "BNTrainingUpdate",
+                    "BNInfer"),
+    "~batch_norm_backward": ("autograd::engine::evaluate_function: CudnnBatchNormBackward0",
+                             "BatchNormGrad", "BNTrainingUpdateGrad", "BNTrainingReduceGrad"),
+    "~relu": ("aten::relu", "ReLU", "ReLUV2"),
+    "~relu_backward": ("autograd::engine::evaluate_function: ReluBackward0", "ReluGrad", "ReluGradV2"),
+    "~max_pool": ("aten::max_pool2d", "MaxPool", "MaxPoolWithArgmax"),
+    "~avg_pool": ("aten::adaptive_avg_pool2d", "AvgPool", "ReduceMean"),
+    "~add": ("aten::add", "Add", "TensorAdd", "AddN"),
+    "~mul": ("aten::mul", "Mul"),
+    "~div": ("aten::div", "RealDiv", "Div"),
+    "~sum": ("aten::sum", "ReduceSum"),
+    "~bias_add": ("BiasAdd",),
+    "~embedding": ("aten::embedding", "GatherV2", "Gather"),
+    "~embedding_backward": ("aten::embedding_backward", "UnsortedSegmentSum"),
+    "~cross_entropy": ("aten::cross_entropy_loss", "SoftmaxCrossEntropyWithLogits",
+                       "SparseSoftmaxCrossEntropyWithLogits"),
+    "~all_reduce": ("c10d::allreduce_", "AllReduce", "HcomAllReduce"),
+    "~all_gather": ("c10d::allgather_", "AllGather", "HcomAllGather"),
+    "~reduce_scatter": ("c10d::reduce_scatter_", "ReduceScatter", "HcomReduceScatter"),
     "~rotary": ("npu::npu_rotary_mul", "aten::npu_rotary_mul", "apex::fused_rope",
                 "flash_attn::rotary"),
 }
@@ -71,7 +99,8 @@ class NameMapper:
 
     @classmethod
     def for_profiles(cls, base, target, pairs: Iterable = ()) -> "NameMapper":
-        return cls(pairs, cross_device=base.meta.device != target.meta.device)
+        return cls(pairs, cross_device=(base.meta.device != target.meta.device
+                                        or base.meta.framework != target.meta.framework))
 
     def key(self, name: str) -> str:
         k = self._cache.get(name)

@@ -23,6 +23,7 @@ from .options import Options
 from .align import align, unmatched
 from .name_map import NameMapper
 from .optree import OpTree, none_for_missing, tree_of
+from .scope_tree import op_view
 from .per_step import divided
 from .sidebyside import BASE_ONLY, BOTH, TARGET_ONLY, merge_sides, ratio
 
@@ -122,6 +123,7 @@ def match_ops(base, target, options: Options | None = None,
               trees: tuple[OpTree, OpTree] | None = None) -> Matched:
     """Aligned top-layer op pairs of two profiles (shared with the memory comparison)."""
     opts = options or Options()
+    base, target = op_view(base), op_view(target)
     bt, tt = trees or (tree_of(base), tree_of(target))
     mapper = NameMapper.for_profiles(base, target, opts.op_name_map)
     bnodes, tnodes = bt.top_layer(opts.base_step), tt.top_layer(opts.target_step)

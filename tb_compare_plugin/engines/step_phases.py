@@ -14,6 +14,10 @@ Inside a step's window [start, end) (``step_breakdown.step_windows``):
   sub-phases ``tail_compute`` (union of compute kernels in the tail) and ``tail_communication``
   (collectives in the tail not covered by compute).  What is left of the tail is idle.
 
+When the profile's steps table carries the profiler's own FP start / BP end (``fp_start_ns`` /
+``bp_end_ns``: MindSpore's step trace), those are the gap end and the forward+backward end of
+the step instead (noted).
+
 So iteration_gap + fwd_bwd + tail = the step's duration.  A step without compute kernels is all
 gap (noted).  Pure numpy over sorted arrays; loops only over steps.
 """
@@ -32,6 +36,20 @@ def _optimizer_starts(profile) -> np.ndarray:
     ops = profile.ops
     m = text_flags(profile.symbols, ops["name"].to_numpy(), lambda s: s.startswith("optimizer.step#"))
     return np.sort(ops["start_ns"].to_numpy()[m])
+
+
+def _traced_bounds(profile, win):
+    """(has, fp, bp) per window from the steps table's ``fp_start_ns`` / ``bp_end_ns`` (a fact of the
+    profile: the profiler's step trace marked them), kept only where start <= fp <= bp <= end of
+    the window; None when no step has them."""
+    st = profile.steps
+    if not len(st) or not (st["fp_start_ns"].to_numpy() >= 0).any():
+        return None
+    by = dict(zip(st["step"].tolist(), zip(st["fp_start_ns"].tolist(), st["bp_end_ns"].tolist())))
+    fp = np.array([by.get(s, (-1, -1))[0] for s in win.steps.tolist()], np.int64)
+    bp = np.array([by.get(s, (-1, -1))[1] for s in win.steps.tolist()], np.int64)
+    has = (fp >= 0) & (win.start <= fp) & (fp <= bp) & (bp <= win.end)
+    return (has, fp, bp) if has.any() else None
 
 
 def phases(profile, roles: Roles, win: StepWindows, notes: list | None = None) -> dict:
@@ -85,6 +103,14 @@ def phases(profile, roles: Roles, win: StepWindows, notes: list | None = None) -
                 end = int(ce_run[b - 1])
                 rule_counts["last"] += 1
         bound[j] = min(max(end, gap_end[j]), we)
+    traced = _traced_bounds(profile, win)
+    if traced is not None:                  # the profiler's own FP start / BP end, where it gives them
+        has, fp, bp = traced
+        gap_end = np.where(has, fp, gap_end)
+        bound = np.where(has, bp, bound)
+        if notes is not None:
+            notes.append(f"{int(has.sum())} step(s): iteration gap / forward+backward / tail from the "
+                         "profiler's step trace (FP start, BP end)")
     out["iteration_gap"] = gap_end - win.start
     out["fwd_bwd"] = bound - gap_end
     out["tail"] = win.end - bound

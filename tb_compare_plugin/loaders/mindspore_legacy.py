@@ -198,7 +198,14 @@ def load(root: str, progress=None, framework: str = "MindSpore") -> Profile:
     st = np.array([s[0] for s in steps], np.int64)
     s0 = np.array([s[1] for s in steps], np.int64) * TICK_NS
     s1 = np.array([s[2] for s in steps], np.int64) * TICK_NS
-    tables["steps"] = make_table("steps", len(steps), step=st, start_ns=s0, end_ns=s1)
+    fp = np.array([s[3] for s in steps], np.int64) * TICK_NS
+    bp = np.array([s[4] for s in steps], np.int64) * TICK_NS
+    bad = (fp < s0) | (bp < fp) | (bp > s1)         # the phases need start <= fp <= bp <= end
+    if bad.any():
+        warnings.append(f"{files['step_trace']}: {int(bad.sum())} iteration(s) with fp_point / bp_point "
+                        f"outside start..end; their phases are taken from the tasks instead")
+    tables["steps"] = make_table("steps", len(steps), step=st, start_ns=s0, end_ns=s1,
+                                 fp_start_ns=np.where(bad, -1, fp), bp_end_ns=np.where(bad, -1, bp))
     if progress is not None:
         progress(0.3)
     tasks = []

@@ -11,7 +11,7 @@ Files, one slice per iteration: ``<kind>_<device>_<model>_<slice>.json``, Chrome
   -> ``kernels`` (op type: the scope path's last part without its ``-opN`` suffix).
 * ``step_trace_*``: ``Iteration N`` events (cat ``Iteration Time``; ``args``: ``Iteration ID``,
   ``FP Start``, ``BP End``, ``Iteration End`` in µs, ``Iteration Time(ns)``); every slice repeats
-  all iterations.  -> ``steps``.
+  all iterations.  -> ``steps`` (``FP Start`` / ``BP End`` -> ``fp_start_ns`` / ``bp_end_ns``).
 * ``hccl_*``: tid 70000 ("Communication Kernel"): one event per collective op -> ``comm_ops``;
   tids 0..k ("Plane k"): its tasks (``args``: task type, transport type, size(Byte), src/dst rank)
   -> ``comm_tasks``.
@@ -96,6 +96,14 @@ def _ns(us) -> np.ndarray:
     return np.round(np.asarray(us, np.float64) * 1000).astype(np.int64)
 
 
+def _us(v) -> float:
+    """A µs figure of the step trace's args, NaN when absent or not a number."""
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return float("nan")
+
+
 def _kind(task_type: str) -> int:
     t = task_type.upper()
     if t.startswith(("AI_", "MIX_")) or t in ("AI_CORE", "AI_CPU"):
@@ -133,13 +141,22 @@ def load(root: str, progress=None, framework: str = "MindSpore") -> Profile:
         for ts, dur, e in _events(p, warnings):
             a = e.get("args") or {}
             if e.get("cat") == "Iteration Time" and _int(a.get("Iteration ID")) >= 0:
-                it.setdefault(_int(a["Iteration ID"]), (ts, dur))
+                it.setdefault(_int(a["Iteration ID"]), (ts, dur, _us(a.get("FP Start")), _us(a.get("BP End"))))
     if not files["step_trace"]:
         warnings.append(f"{root}/timeline: no step_trace_*.json slices; no steps")
     ids = sorted(it)
-    tables = {"steps": make_table("steps", len(ids), step=np.array(ids, np.int64),
-                                  start_ns=_ns([it[i][0] for i in ids]),
-                                  end_ns=_ns([it[i][0] for i in ids]) + _ns([it[i][1] for i in ids]))}
+    s0 = _ns([it[i][0] for i in ids])
+    s1 = s0 + _ns([it[i][1] for i in ids])
+    fp, bp = (np.array([it[i][c] for i in ids], np.float64) for c in (2, 3))
+    fp_ns = np.where(np.isfinite(fp), np.round(np.nan_to_num(fp) * 1000), -1).astype(np.int64)
+    bp_ns = np.where(np.isfinite(bp), np.round(np.nan_to_num(bp) * 1000), -1).astype(np.int64)
+    bad = (fp_ns >= 0) & (bp_ns >= 0) & ((fp_ns < s0) | (bp_ns < fp_ns) | (bp_ns > s1))
+    if bad.any():
+        warnings.append(f"{root}/timeline: step_trace: {int(bad.sum())} iteration(s) with FP Start / BP End "
+                        f"outside the iteration; their phases are taken from the tasks instead")
+    none = (fp_ns < 0) | (bp_ns < 0) | bad
+    tables = {"steps": make_table("steps", len(ids), step=np.array(ids, np.int64), start_ns=s0, end_ns=s1,
+                                  fp_start_ns=np.where(none, -1, fp_ns), bp_end_ns=np.where(none, -1, bp_ns))}
     # kernels, slice after slice
     rows = []
     for k, p in enumerate(files["task_time"]):

@@ -113,7 +113,9 @@ SCHEMAS: dict[str, dict[str, str]] = {
         "allocated_bytes": F64, "reserved_bytes": F64, "active_bytes": F64,
     },
     # Step boundaries (ProfilerStep#N ops, STEP_TIME).
-    "steps": {"step": I64, "start_ns": I64, "end_ns": I64},
+    # fp_start_ns / bp_end_ns: where the profiler's own step trace marks the first forward and the
+    # last backward task of the step (MindSpore step_trace_raw fp_point / bp_point), -1 when it does not
+    "steps": {"step": I64, "start_ns": I64, "end_ns": I64, "fp_start_ns": I64, "bp_end_ns": I64},
     # Ascend Overlap Analysis intervals.
     "overlap": {"kind": I8, "start_ns": I64, "dur_ns": I64},
     # The profiler's own per-step trace (Ascend step_trace_time.csv, analysis.db StepTraceTime):

@@ -30,4 +30,6 @@ def view_page(cmp, view: str, **params) -> dict:
                 extra_cols=EXTRA_COLS, **params)
     # what the totals are: per step (each side divided by its steps) or raw, as on the overview
     out["figures"] = cmp.step_scale().to_dict() if a.per_step else None
+    if df.attrs.get("note"):                # what the table is made of, when it is not the usual
+        out["note"] = df.attrs["note"]
     return out

@@ -184,6 +184,8 @@ def operator_sheets(cmp, notes: list) -> list[SheetData]:
     if _both_have_modules(cmp):
         try:
             res = cmp.modules()
+            if res.stats.attrs.get("note"):
+                notes.append(f"Module sheets: {res.stats.attrs['note']}.")
             return [_checked(R.module_compare_statistic_rows(res), S.MODULE_STATS),
                     _checked(R.module_compare_rows(res), S.MODULE)]
         except (ImportError, AttributeError, NotImplementedError, TypeError) as e:
