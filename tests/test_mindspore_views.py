@@ -143,3 +143,20 @@ def test_every_view_on_mindspore_vs_ascend_pytorch(legacy, msprof0, ascend_pt, m
                 assert "scope tree" in page["note"] and "rarely match" in page["note"]
         ops = cmp.operators().pairs
         assert (ops["status"] == "both").any()       # MindSpore op types meet the aten ops
+
+
+def test_one_step_of_the_scope_view(msprof0, gpu):
+    """A step chosen on the MindSpore side: its operators and scopes are that iteration's kernels."""
+    from tb_compare_plugin.comparison import Comparison
+    from tb_compare_plugin.engines.options import Options
+    step = int(msprof0.steps["step"].iloc[1])
+    k = msprof0.kernels
+    in_step = k[k["step"] == step]
+    cmp = Comparison(msprof0, gpu, Options(base_step=step))
+    pairs = cmp.operators().pairs
+    assert int((pairs["b_name"].notna()).sum()) == len(in_step)
+    tops = cmp.modules().stats
+    assert tops["b_total_compute_ms"].notna().any()
+    from tb_compare_plugin.engines.name_map import NameMapper
+    m = NameMapper.for_profiles(msprof0, gpu)
+    assert m.key("Conv2DBackpropFilterD") == m.key("autograd::engine::evaluate_function: ConvolutionBackward0")

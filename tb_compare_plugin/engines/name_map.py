@@ -22,7 +22,7 @@ from typing import Iterable
 # for another framework (MindSpore op types: MatMul, Conv2D, ...) names one PyTorch spelling, so
 # it never folds two distinct PyTorch ops together in a PyTorch GPU <-> NPU pair.
 BUILTIN_ALIASES: dict[str, tuple[str, ...]] = {
-    "~matmul": ("MatMul", "Dense", "aten::mm", "aten::matmul", "aten::addmm", "aten::linear",
+    "~matmul": ("MatMul", "MatMulV2", "Dense", "aten::mm", "aten::matmul", "aten::addmm", "aten::linear",
                 "npu::npu_linear", "aten::npu_linear", "aten::npu_matmul", "npu::npu_matmul",
                 "npu::npu_mm", "aten::npu_mm"),
     "~bmm": ("BatchMatMul", "BatchMatMulV2", "aten::bmm", "aten::baddbmm", "npu::npu_bmmV2", "aten::npu_bmmV2", "npu::npu_bmm"),
@@ -53,7 +53,7 @@ BUILTIN_ALIASES: dict[str, tuple[str, ...]] = {
     "~gelu": ("GeLU", "Gelu", "FastGelu", "aten::gelu", "npu::npu_gelu", "aten::npu_gelu"),
     "~gelu_backward": ("GeLUGrad", "GeluGrad", "FastGeluGrad", "aten::gelu_backward", "npu::npu_gelu_backward", "aten::npu_gelu_backward"),
     "~silu": ("SiLU", "Swish", "aten::silu", "npu::npu_silu", "aten::npu_silu"),
-    "~dropout": ("Dropout", "DropoutDoMask", "DropoutGenMask", "aten::native_dropout", "npu::npu_dropout", "aten::npu_dropout",
+    "~dropout": ("Dropout", "DropoutDoMask", "DropOutDoMask", "DropOutGenMask", "DropoutGenMask", "aten::native_dropout", "npu::npu_dropout", "aten::npu_dropout",
                  "npu::_npu_dropout", "aten::_npu_dropout"),
     "~dropout_backward": ("DropoutGrad", "aten::native_dropout_backward", "npu::npu_dropout_backward",
                           "aten::npu_dropout_backward"),
@@ -61,12 +61,13 @@ BUILTIN_ALIASES: dict[str, tuple[str, ...]] = {
     "~conv2d": ("aten::conv2d", "Conv2D"),
     "~conv2d_backward": ("autograd::engine::evaluate_function: ConvolutionBackward0",
                          "autograd::engine::evaluate_function: CudnnConvolutionBackward0",
-                         "Conv2DBackpropInput", "Conv2DBackpropFilter"),
+                         "Conv2DBackpropInput", "Conv2DBackpropFilter",
+                         "Conv2DBackpropInputD", "Conv2DBackpropFilterD"),
     "~batch_norm": ("aten::batch_norm", "BatchNorm", "BNTrainingReduce", "BNTrainingUpdate",
                     "BNInfer"),
     "~batch_norm_backward": ("autograd::engine::evaluate_function: CudnnBatchNormBackward0",
                              "BatchNormGrad", "BNTrainingUpdateGrad", "BNTrainingReduceGrad"),
-    "~relu": ("aten::relu", "ReLU", "ReLUV2"),
+    "~relu": ("aten::relu", "ReLU", "ReLUV2", "ReluV2"),
     "~relu_backward": ("autograd::engine::evaluate_function: ReluBackward0", "ReluGrad", "ReluGradV2"),
     "~max_pool": ("aten::max_pool2d", "MaxPool", "MaxPoolWithArgmax"),
     "~avg_pool": ("aten::adaptive_avg_pool2d", "AvgPool", "ReduceMean"),
