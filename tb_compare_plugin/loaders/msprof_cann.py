@@ -32,6 +32,7 @@ import os
 import re
 
 import numpy as np
+import pandas as pd
 
 from ..model import KIND_COMM, KIND_COMPUTE, KIND_MEMCPY, KIND_OTHER, Profile, ProfileMeta, SymbolTable, make_table
 from ..model.intervals import nest
@@ -187,10 +188,10 @@ def load(out_dir: str, progress=None, framework: str = "unknown") -> Profile:
                        end_ns=np.array(end, np.int64))
     step_trace = make_table("step_trace", len(ids), step=np.array(ids, np.int64),
                             preparing_ns=np.array(aug, np.float64))
-    kt = [None] * n
     if n:
         task_type = k["task_type"]
-        kinds = np.array([kind_of(t) for t in task_type], np.int8)
+        codes, uniq = pd.factorize(task_type, use_na_sentinel=True)     # None -> -1
+        kinds = np.append(np.array([kind_of(t) for t in uniq], np.int8), np.int8(KIND_OTHER))[codes]
         start_ns = k["start_ns"]
         dur_ns = np.round(k["dur_us"] * 1000).astype(np.int64)
         order = np.argsort(start_ns, kind="stable")
@@ -269,13 +270,8 @@ def _check_op_statistic(paths: list, kernels, sym, warnings: list, read: list) -
             continue
         if not len(kernels):
             continue
-        types = sym.strings(kernels["type"].to_numpy())
-        dur = kernels["dur_ns"].to_numpy() / 1000.0
-        sums: dict = {}
-        for t, d in zip(types, dur):
-            c = sums.setdefault(t, [0, 0.0])
-            c[0] += 1
-            c[1] += d
+        g = kernels.groupby("type", sort=False)["dur_ns"].agg(["size", "sum"])
+        sums = {t: (int(c), s / 1000.0) for t, c, s in zip(sym.strings(g.index.to_numpy()), g["size"], g["sum"])}
         cnt, tot = num(df, "Count"), num(df, "Total Time(us)")
         off = [t for t, c, s in zip(text(df, "OP Type"), cnt, tot)
                if t in sums and (sums[t][0] != c or abs(sums[t][1] - s) > max(1.0, 1e-3 * s))]
