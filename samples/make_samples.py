@@ -32,6 +32,7 @@ sys.path.insert(0, str(HERE))
 
 from gen.ascend_text import NpuExport  # noqa: E402 - after the path set-up above
 from gen.expected import METRICS, build, expected  # noqa: E402
+from gen.graph_mode import write_graph_pair  # noqa: E402
 from gen.kineto import write_gpu  # noqa: E402
 from gen.msprof_cann import write_all as write_msprof  # noqa: E402
 
@@ -48,6 +49,8 @@ def main(argv=None):
     write_msprof(out)
     exp = expected(runs)
     (out / "expected.json").write_text(json.dumps(exp, indent=1) + "\n", encoding="utf-8", newline="")
+    graph = write_graph_pair(out)       # the graph-mode pair (gen/graph_mode.py) and its own figures
+    (out / "graph_expected.json").write_text(json.dumps(graph, indent=1) + "\n", encoding="utf-8", newline="")
     print(f"{'figure (ms, capture)':28s}" + "".join(f"{k:>16s}" for k in runs))
     for m in METRICS:
         print(f"{m:28s}" + "".join(f"{runs[k].figs['total'][m + '_ms']:16.3f}" for k in runs))

@@ -139,6 +139,14 @@ class Comparison:
         from .engines.steps import compare_steps
         return self._memo("steps", lambda: compare_steps(self.base, self.target, self.options))
 
+    def host_overhead(self):
+        """Graph-mode host overhead (``engines.host_overhead``): framework / TorchAir / GE parts per
+        graph run, per step and per side (None for a side without graph-mode events)."""
+        from .engines.host_overhead import compare_host_overhead
+        o = self.options
+        return self._memo("host_overhead", lambda: compare_host_overhead(self.base, self.target,
+                                                                         o.base_step, o.target_step))
+
     def analysis(self, name: str):
         """The table of the registered analysis ``name`` (``analyses.registry``), memoised."""
         from .analyses import get

@@ -44,6 +44,10 @@ def overall_payload(cmp) -> dict:
     mem = out.setdefault("memory", {})
     for side in ("baseline", "target"):
         mem.setdefault(side, {})["peak_allocated_gb"] = peak_allocated_gb(curves[side])
+    # graph-mode host overhead: its block, its row group at the end of the overview's rows, its hint
+    from .host_overhead_json import host_overhead_block, host_overhead_notes, host_overhead_rows
+    out["host_overhead"] = host_overhead_block(cmp)
+    out["overall_metrics"] = list(out.get("overall_metrics") or []) + host_overhead_rows(cmp)
     comm = cmp.communication()
     out["communication"] = comm.to_list()
     notes, seen = [], set()
@@ -52,6 +56,7 @@ def overall_payload(cmp) -> dict:
         if core not in seen:
             seen.add(core)
             notes.append(core)
+    notes += [n for n in host_overhead_notes(cmp) if n not in seen]
     for who, path, w in load_warnings(cmp):
         notes.append(f"{who} {os.path.basename(os.path.normpath(path)) if path else ''}: {w}")
     out["notes"] = notes

@@ -38,6 +38,8 @@ registration order; ``xlsx_analysis``):
   answer): per step both sides' duration, breakdown and phases, then per step-level metric the
   across-step statistics, diff, ratio and noise verdict (within noise greyed); each side's
   device efficiency and the difference.
+* ``HostOverhead`` — graph mode only (``xlsx_host_overhead``): the framework / TorchAir (Python,
+  C++) / GE host parts of the graph runs per side, per graph run, and per step.
 
 Layout of every sheet: row 1 the banners ``Base Profiling: <path>`` (green ``00FF00``, bold) and
 ``Comparison Profiling: <path>`` (yellow ``FFFF00``, bold) merged over each side's columns; row 2
@@ -66,6 +68,7 @@ from ..gcpause import gc_paused
 from . import reference_rows as R
 from . import xlsx_style as S
 from .xlsx_style import SheetData, StyleBook, write_sheet
+from .xlsx_host_overhead import HOST_OVERHEAD, host_overhead_sheet
 from .xlsx_steps import EFFICIENCY_SHEET, STEP_COMPARE, steps_sheets
 from .xlsx_writer import Workbook
 
@@ -300,7 +303,7 @@ def _notes(cmp, extra: list) -> list[str]:
 # ----------------------------------------------------------------------------- writing
 
 def _plan(cmp, sheets, notes: list) -> list[SheetData]:
-    builders = {"overall": lambda: overall_sheets(cmp), "communication": lambda: communication_sheets(cmp),
+    builders = {"overall": lambda: overall_sheets(cmp) + host_overhead_sheet(cmp), "communication": lambda: communication_sheets(cmp),
                 "operator": lambda: operator_sheets(cmp, notes), "memory": lambda: memory_sheets(cmp, notes),
                 "api": lambda: api_sheets(cmp), "kernel": lambda: kernel_sheets(cmp),
                 "steps": lambda: steps_sheets(cmp, notes)}
@@ -367,7 +370,7 @@ OPERATORS = "Operators"          # ours: the Operator view's table when the modu
 ORDER = [S.OVERALL.name, S.COMMUNICATION.name, S.MODULE_STATS.name, S.MODULE.name, S.OPERATOR_STATS.name,
          S.OPERATOR.name, S.MEMORY_STATS.name, S.MEMORY.name, S.API.name, S.KERNEL.name,
          S.SUMMARY.name, S.COMM_GROUPS.name, S.MEMORY_PEAK.name, S.MEMORY_CURVE.name, OPERATORS,
-         STEP_COMPARE, EFFICIENCY_SHEET]
+         STEP_COMPARE, EFFICIENCY_SHEET, HOST_OVERHEAD]
 
 
 def open_target(target):
