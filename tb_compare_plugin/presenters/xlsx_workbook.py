@@ -303,7 +303,7 @@ def _notes(cmp, extra: list) -> list[str]:
 # ----------------------------------------------------------------------------- writing
 
 def _plan(cmp, sheets, notes: list) -> list[SheetData]:
-    builders = {"overall": lambda: overall_sheets(cmp) + host_overhead_sheet(cmp), "communication": lambda: communication_sheets(cmp),
+    builders = {"overall": lambda: overall_sheets(cmp) + _host_overhead(cmp, notes), "communication": lambda: communication_sheets(cmp),
                 "operator": lambda: operator_sheets(cmp, notes), "memory": lambda: memory_sheets(cmp, notes),
                 "api": lambda: api_sheets(cmp), "kernel": lambda: kernel_sheets(cmp),
                 "steps": lambda: steps_sheets(cmp, notes)}
@@ -321,6 +321,16 @@ def _plan(cmp, sheets, notes: list) -> list[SheetData]:
     if getattr(cmp.options, "disable_details", False):
         planned = [d for d in planned if d.layout.name not in DETAIL_SHEETS]
     return planned
+
+
+def _host_overhead(cmp, notes: list) -> list[SheetData]:
+    """The HostOverhead sheet (graph mode); a failure costs only this sheet, with a note."""
+    try:
+        return host_overhead_sheet(cmp)
+    except Exception as e:
+        notes.append(f"The {HOST_OVERHEAD} sheet was not written: {type(e).__name__}: {e}")
+        log.warning("xlsx: %s sheet skipped: %s", HOST_OVERHEAD, e, exc_info=True)
+        return []
 
 
 def _operator_sheet(cmp, sheets, by_name: dict, notes: list, taken: set) -> list[SheetData]:
