@@ -20,7 +20,7 @@ from tb_compare_plugin.loaders import load
 
 GRAPH = json.loads((SAMPLES / "graph_expected.json").read_text())
 PLANT = GRAPH["planted"]
-BASE, TARGET = "graph_base/rank0_ascend_pt", "graph_target/rank0_ascend_pt"
+BASE, TARGET = "graph_mode/base/rank0_ascend_pt", "graph_mode/target/rank0_ascend_pt"
 SIDE_KEYS = ("graph_runs", "framework_ms", "torchair_ms", "torchair_python_ms", "torchair_cpp_ms", "ge_ms")
 
 
@@ -32,7 +32,7 @@ def profiles():
 
 def check_block(block: dict) -> None:
     """The host_overhead block of a JSON answer: both sides as generated, the planted part on top."""
-    for who, run in (("baseline", "graph_base"), ("target", "graph_target")):
+    for who, run in (("baseline", "base"), ("target", "target")):
         side = block[who]
         for k in SIDE_KEYS:
             assert side[k] == pytest.approx(GRAPH[run][k], abs=1e-6), (who, k)
@@ -67,14 +67,14 @@ def test_parts_add_up(profiles):
 
 def test_one_step_is_its_share(profiles):
     one = compare_host_overhead(profiles["base"], profiles["target"], 2, 2).to_dict()
-    steps = GRAPH["graph_target"]["steps"]
-    assert one["target"]["graph_runs"] == GRAPH["graph_target"]["graph_runs"] // steps
+    steps = GRAPH["target"]["steps"]
+    assert one["target"]["graph_runs"] == GRAPH["target"]["graph_runs"] // steps
     assert one["differences"][0]["diff_ms"] == pytest.approx(PLANT["total_ms"] / steps, rel=0.02)
 
 
 def test_a_side_without_graph_mode_events_is_null(profiles):
     ho = compare_host_overhead(profiles["eager"], profiles["target"]).to_dict()
-    assert ho["baseline"] is None and ho["target"]["graph_runs"] == GRAPH["graph_target"]["graph_runs"]
+    assert ho["baseline"] is None and ho["target"]["graph_runs"] == GRAPH["target"]["graph_runs"]
     assert ho["differences"] == []
     assert compare_host_overhead(profiles["eager"], profiles["eager"]).to_dict()["target"] is None
 
@@ -121,7 +121,7 @@ def test_cli_json_and_route():
     assert route["host_overhead"] == cli["host_overhead"]
     eager = cli_json("target_npu/rank0_ascend_pt", TARGET)
     assert eager["host_overhead"]["baseline"] is None
-    assert eager["host_overhead"]["target"]["graph_runs"] == GRAPH["graph_target"]["graph_runs"]
+    assert eager["host_overhead"]["target"]["graph_runs"] == GRAPH["target"]["graph_runs"]
 
 
 def test_browser_overview_shows_the_group_and_the_hint(tmp_path):
@@ -130,8 +130,7 @@ def test_browser_overview_shows_the_group_and_the_hint(tmp_path):
     playwright_api = pytest.importorskip("playwright.sync_api", reason="playwright (Python) is not installed")
     if not CHROMIUM.exists():
         pytest.skip(f"no Chromium at {CHROMIUM}")
-    for name in ("graph_base", "graph_target"):
-        (tmp_path / name).symlink_to(SAMPLES / name)
+    (tmp_path / "graph_mode").symlink_to(SAMPLES / "graph_mode")
     p = "p.profile_compare."
     with TensorBoard(tmp_path) as tb, playwright_api.sync_playwright() as pw:
         b = pw.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)

@@ -1,5 +1,6 @@
 """The graph-mode pair: one small TorchAir inference job (``torch.compile`` with the NPU backend) written
-as two Ascend PyTorch Profiler text exports, ``graph_base`` and ``graph_target``.
+as two Ascend PyTorch Profiler text exports, ``graph_mode/base`` and ``graph_mode/target`` (a folder of
+their own, so the logdir's GPU-vs-NPU suggestion stays the top one).
 
 Each step runs the compiled module GRAPH_RUNS times.  One graph run on the main thread, as TorchAir
 records it (event names from Ascend/torchair: ``record_function("npu_fx_compiler inference")`` in
@@ -195,11 +196,12 @@ class GraphRun:
 
 
 def write_graph_pair(out: Path) -> dict:
-    """Write graph_base/ and graph_target/ under ``out``; return their expected host-overhead figures."""
+    """Write graph_mode/base/ and graph_mode/target/ under ``out``; return their expected host-overhead
+    figures."""
     exp = {}
-    for name, target in (("graph_base", False), ("graph_target", True)):
+    for name, target in (("base", False), ("target", True)):
         g = GraphRun(target)
-        g.write(out / name / "rank0_ascend_pt")
+        g.write(out / "graph_mode" / name / "rank0_ascend_pt")
         exp[name] = g.expected()
     exp["planted"] = {"part": "torchair_python_ms", "per_graph_run_ms": PLANT_PY_US / 1000,
                       "total_ms": PLANT_PY_US / 1000 * STEPS * GRAPH_RUNS}
