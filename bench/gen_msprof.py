@@ -1,5 +1,5 @@
 """Generate (once) a large msprof CANN export for the parse benchmark, from the samples' target run
-(``samples/msprof_tf_target``): its iterations repeated, shifted in time and renumbered, until the
+(``samples/msprof_tf/target``): its iterations repeated, shifted in time and renumbered, until the
 export holds about ``--mb`` MB (op_summary cut into ``_slice_N`` files of ~100 MB as msprof does for
 a long run; the msprof_*.json timeline repeated the same way; step_trace and the statistics files
 copied).  Deterministic.
@@ -19,7 +19,7 @@ from pathlib import Path
 from .gen_traces import default_out
 
 ROOT = Path(__file__).resolve().parent.parent
-SRC = next((ROOT / "samples" / "msprof_tf_target").glob("PROF_*")) / "mindstudio_profiler_output"
+SRC = next((ROOT / "samples" / "msprof_tf" / "target").glob("PROF_*")) / "mindstudio_profiler_output"
 SLICE_BYTES = 100_000_000
 
 

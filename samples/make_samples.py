@@ -8,7 +8,7 @@ DDP on 2 ranks, rank 0 written) traced for two training steps on three "machines
 * ``target_npu/rank0_ascend_pt/``              Ascend PyTorch Profiler text export, Level1;
 * ``target_npu_v2/rank0_ascend_pt/``           the same NPU job on a newer software stack.
 
-Beside it, ``msprof_tf_baseline/`` and ``msprof_tf_target/``: an msprof CANN export of a
+Beside it, ``msprof_tf/baseline/`` and ``msprof_tf/target/``: an msprof CANN export of a
 TensorFlow-like job (``gen/msprof_cann.py``).
 
 Every byte is produced here, deterministically (no clock, no randomness):

@@ -1,5 +1,5 @@
 """The ``msprof-cann`` format (an msprof CANN export, ``PROF_*/mindstudio_profiler_output``) on the
-generated samples ``samples/msprof_tf_baseline`` / ``msprof_tf_target``: discovery, figures equal to
+generated samples ``samples/msprof_tf/baseline`` / ``msprof_tf/target``: discovery, figures equal to
 plain csv sums over the raw files, the planted differences (Data Aug Bound, slower MatMulV2) as the
 top rows of their views at their planted size, and an msprof vs Ascend PyTorch pair through every
 view and the workbook.  The corpus holds no real msprof CANN export: the layout is the documented one.
@@ -26,7 +26,7 @@ from tb_compare_plugin.model import KIND_COMM, KIND_COMPUTE
 sys.path.insert(0, str(SAMPLES))
 from gen import msprof_cann as gen  # noqa: E402
 
-BASE, TARGET = SAMPLES / "msprof_tf_baseline", SAMPLES / "msprof_tf_target"
+BASE, TARGET = SAMPLES / "msprof_tf" / "baseline", SAMPLES / "msprof_tf" / "target"
 AUG_MEAN_US = gen.AUG_EXTRA_US * (gen.ITERATIONS - 1) / gen.ITERATIONS   # iteration 1 has no Data Aug Bound
 MATMUL_ROW_US = gen.MATMUL_EXTRA_US * gen.ITERATIONS                     # per (MatMulV2, shapes) row
 CORPUS_L1 = CORPUS / "npu" / "alexnet_ddp_2rank_level1" / "rank0_ascend_pt"
@@ -61,7 +61,7 @@ def test_discovery_lists_both_runs_with_device_framework_rank():
         assert (w.format, w.device, w.framework, w.rank, w.name, w.error) == \
             ("msprof-cann", "NPU", "TensorFlow", 0, "msprof_device_0", None)
     names = {(w.run, w.format) for w in classify_path(str(SAMPLES))}
-    assert {("msprof_tf_baseline", "msprof-cann"), ("msprof_tf_target", "msprof-cann")} <= names
+    assert {("msprof_tf/baseline", "msprof-cann"), ("msprof_tf/target", "msprof-cann")} <= names
     (w,) = classify_path(str(out_dir(TARGET)))          # the output folder itself, named by hand
     assert w.format == "msprof-cann" and w.error is None
 

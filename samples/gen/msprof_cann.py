@@ -26,6 +26,8 @@ AUG_EXTRA_US = 2000                          # planted: target Data Aug Bound lo
 MATMUL_EXTRA_US = 90                         # planted: every target MatMulV2 task longer by this
 WAIT_US = 2                                  # Task Wait Time in front of each task on the stream
 STREAM, COMM_STREAM = 5, 9
+# one folder for the pair (like graph_mode/), so the demo pair stays the tab's first suggestion
+FOLDERS = {"msprof_tf_baseline": "msprof_tf/baseline", "msprof_tf_target": "msprof_tf/target"}
 RUNS = {"msprof_tf_baseline": ("PROF_000001_20261125080000123_BASEAAAAAAAAAAAA", "20261125080102"),
         "msprof_tf_target": ("PROF_000001_20261125090000456_TARGETAAAAAAAAAA", "20261125090115")}
 
@@ -167,7 +169,7 @@ def timeline(tasks, iters) -> list:
 
 def write(side: str, root: Path) -> Path:
     prof, stamp = RUNS[side]
-    out = root / side / prof / "mindstudio_profiler_output"
+    out = root / FOLDERS[side] / prof / "mindstudio_profiler_output"
     out.mkdir(parents=True, exist_ok=True)
     tasks, iters = tasks_of(side)
     rows = []

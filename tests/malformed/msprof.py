@@ -1,4 +1,4 @@
-"""Malformed copies of the generated msprof CANN export (``samples/msprof_tf_target``, format
+"""Malformed copies of the generated msprof CANN export (``samples/msprof_tf/target``, format
 ``msprof-cann``): truncated / empty / header-only slices, a missing column, cut rows, junk times,
 a truncated / empty / non-list msprof_*.json timeline, a raw-only PROF folder, an older
 duplicate export."""
@@ -9,7 +9,7 @@ from pathlib import Path
 
 from .common import SAMPLES, add
 
-SRC = next((SAMPLES / "msprof_tf_target").glob("PROF_*"), None)
+SRC = next((SAMPLES / "msprof_tf" / "target").glob("PROF_*"), None)
 STAMP = "20261125090115"
 S0, S1 = f"op_summary_slice_0_{STAMP}.csv", f"op_summary_slice_1_{STAMP}.csv"
 ST = f"step_trace_{STAMP}.csv"
