@@ -1,18 +1,32 @@
-"""Helpers for the browser tests: Chromium launch flags, the plugin iframe, console-error
-collection, screenshots, reading the plugin's tables, and a VSCode-like outer page."""
+"""Helpers for the browser tests: Chromium (its launch flags, the skip without it or Playwright,
+the body of the `browser` fixture), a TensorBoard URL under --path_prefix, a page of the
+plugin's tab, the plugin iframe and its URL keys, console-error collection, screenshots (ART),
+reading the plugin's tables, and a VSCode-like outer page."""
 from __future__ import annotations
 
 import contextlib
 import http.server
+import importlib.util
 import re
 import threading
 from pathlib import Path
 
+import pytest
+
+import tbserver
+from conftest import ROOT
+
 CHROMIUM = Path("/usr/bin/chromium")
 LAUNCH_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                "--disable-component-update", "--disable-sync", "--no-first-run"]
+_NO_BROWSER = ("playwright (Python) is not installed" if importlib.util.find_spec("playwright") is None
+               else f"no Chromium at {CHROMIUM} (never `playwright install`)" if not CHROMIUM.exists() else "")
+needs_chromium = pytest.mark.skipif(bool(_NO_BROWSER), reason=_NO_BROWSER or "Chromium and Playwright are here")
+ART = ROOT / "test-artifacts"          # screenshots
 PLUGIN = "profile_compare"
 IFRAME = f'iframe[src*="plugin_entry.html?name={PLUGIN}"]'
+P = "p.profile_compare."               # the plugin's keys in the URL's hash
+CONTENT = "#pc-content"                # the view's content
 HARMLESS = ("Multiple instances of Three.js",)
 
 
@@ -46,6 +60,54 @@ class ConsoleWatch:
         bad = self.bad_404s()
         out = [m for m in self.messages if bad or not (m.startswith("Failed to load resource") and "404" in m)]
         return out + [f"404: {u}" for u in bad]
+
+
+def launch_chromium():
+    """Yield one headless Chromium, closed after: the body of the ``browser`` fixture (conftest)."""
+    playwright_api = pytest.importorskip("playwright.sync_api", reason="playwright (Python) is not installed")
+    with playwright_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
+        yield b
+        b.close()
+
+
+def prefixed_base(server, prefix: str) -> str:
+    """The URL of a TensorBoard started with ``--path_prefix prefix``, the prefix included."""
+    return server.url if server.url.endswith(prefix) else server.url.rstrip("/") + prefix
+
+
+class PluginTab:
+    """A page of the plugin's tab: its console errors (``console``), the URLs it requested
+    (``requests``), the plugin iframe as a frame locator (``f``) and as a frame (``frame``), and
+    polling that lets Playwright dispatch the page's events meanwhile (``wait``)."""
+
+    wait_timeout: float = 20
+
+    def __init__(self, page) -> None:
+        self.page = page
+        self.console = ConsoleWatch(page)
+        self.requests: list[str] = []
+        page.on("request", lambda r: self.requests.append(r.url))
+
+    @staticmethod
+    def new_page(browser, width: int, height: int, dark: bool = False):
+        """A page of that viewport in the host's light or dark theme."""
+        return browser.new_page(viewport={"width": width, "height": height}, color_scheme="dark" if dark else "light")
+
+    @property
+    def f(self):
+        return plugin_frame(self.page)
+
+    @property
+    def frame(self):
+        return frame_of(self.page)
+
+    def wait(self, fn, timeout: float | None = None):
+        return tbserver.wait_for(fn, self.wait_timeout if timeout is None else timeout, 0.1,
+                                 sleep=lambda s: self.page.wait_for_timeout(s * 1000))
+
+    def close(self) -> None:
+        self.page.close()
 
 
 def plugin_frame(page):

@@ -24,6 +24,7 @@ needs_corpus = pytest.mark.skipif(
            "a fresh clone has none)")
 needs_golden = pytest.mark.skipif(
     not GOLDEN.is_dir(), reason=f"reference golden data not found at {GOLDEN}")
+needs_samples = pytest.mark.skipif(not (SAMPLES / "expected.json").is_file(), reason="samples/ is missing")
 
 
 def deviations_block(name: str) -> dict:
@@ -36,6 +37,13 @@ def deviations_block(name: str) -> dict:
                   text, re.S)
     assert m, f"docs/deviations.md: the machine-readable {name}-deviations block is missing"
     return json.loads(m.group(1))
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """One headless Chromium for a test module (skipped without Playwright)."""
+    from browser_util import launch_chromium
+    yield from launch_chromium()
 
 
 @pytest.fixture(scope="session")

@@ -19,22 +19,17 @@ import time
 
 import pytest
 
-from browser_util import (CHROMIUM, IFRAME, LAUNCH_ARGS, VSCODE_SIM, ConsoleWatch, column_keys, frame_of, hash_params,
-                          headers, num, plugin_frame, serve_html, shoot, table_rows)
-from conftest import CORPUS, ROOT, SAMPLES, needs_corpus
+from browser_util import (ART, CONTENT, IFRAME, P, VSCODE_SIM, ConsoleWatch, PluginTab, column_keys, hash_params,
+                          headers, needs_chromium, num, serve_html, shoot, table_rows)
+from conftest import CORPUS, ROOT, SAMPLES, needs_corpus, needs_samples
 import tbserver
 from tbserver import TensorBoard
 
-playwright_api = pytest.importorskip("playwright.sync_api", reason="playwright (Python) is not installed")
 pytestmark = [
-    pytest.mark.skipif(not CHROMIUM.exists(), reason=f"no Chromium at {CHROMIUM} "
-                       "(apt-get install chromium; never `playwright install`)"),
-    pytest.mark.skipif(not (SAMPLES / "expected.json").is_file(), reason="samples/ is missing"),
+    needs_chromium,
+    needs_samples,
 ]
 
-ART = ROOT / "test-artifacts"
-P = "p.profile_compare."
-CONTENT = "#pc-content"
 NSTEPS = 6                                   # samples/: 6 steps a side (samples/README.md)
 OPTIMIZER = "Optimizer.step#AdamW.step"      # samples #9, the slower optimizer: the top operator
 BASE, TARGET, TARGET2 = "baseline_gpu/worker0", "target_npu/rank0_ascend_pt", "target_npu_v2/rank0_ascend_pt"
@@ -75,30 +70,12 @@ def tb(export_dir):
         yield server
 
 
-@pytest.fixture(scope="module")
-def browser():
-    with playwright_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
-        yield b
-        b.close()
-
-
-class Tab:
+class Tab(PluginTab):
     def __init__(self, page, base: str) -> None:
         global _PAGE
         _PAGE = page
-        self.page, self.base = page, base
-        self.console = ConsoleWatch(page)
-        self.requests: list[str] = []
-        page.on("request", lambda r: self.requests.append(r.url))
-
-    @property
-    def f(self):
-        return plugin_frame(self.page)
-
-    @property
-    def frame(self):
-        return frame_of(self.page)
+        super().__init__(page)
+        self.base = base
 
     def open(self, hash_: str = "#profile_compare") -> None:
         self.page.goto(self.base + "/" + hash_)

@@ -18,22 +18,18 @@ import time
 
 import pytest
 
-from browser_util import (CHROMIUM, IFRAME, LAUNCH_ARGS, VSCODE_SIM, ConsoleWatch, frame_of, hash_params, num,
-                          plugin_frame, serve_html, shoot)
+from browser_util import (ART, CONTENT, IFRAME, P, VSCODE_SIM, ConsoleWatch, frame_of, hash_params, needs_chromium, num,
+                          plugin_frame, prefixed_base, serve_html, shoot)
 from conftest import CORPUS, ROOT
 from tbserver import TensorBoard
 
-playwright_api = pytest.importorskip("playwright.sync_api", reason="playwright (Python) is not installed")
 TEXT_RUN, DB_RUN = "alexnet_ddp_2rank_level1", "alexnet_ddp_2rank_db_level1"
 pytestmark = [
-    pytest.mark.skipif(not CHROMIUM.exists(), reason=f"no Chromium at {CHROMIUM} (never `playwright install`)"),
+    needs_chromium,
     pytest.mark.skipif(not (CORPUS / "npu" / TEXT_RUN).is_dir(), reason="corpus 2-rank NPU run is missing"),
 ]
 
-ART = ROOT / "test-artifacts"
 PREFIX = "/proxy/cluster"
-P = "p.profile_compare."
-CONTENT = "#pc-content"
 READY = f"{CONTENT} [data-role=rank-table] table"
 SLOW, CLEAN = "slow16", "clean16"
 SLOW_RANK, SLOW_LINK = 5, (2, 3)
@@ -66,20 +62,12 @@ def logdir(tmp_path_factory):
 def tb(logdir, tmp_path_factory):
     cache = tmp_path_factory.mktemp("clustercache")
     with TensorBoard(logdir, "--path_prefix", PREFIX, env={"TB_COMPARE_CACHE_DIR": str(cache)}) as server:
-        server.base = server.url if server.url.endswith(PREFIX) else server.url.rstrip("/") + PREFIX
+        server.base = prefixed_base(server, PREFIX)
         with urllib.request.urlopen(server.base + "/data/plugin/profile_compare/runs", timeout=60) as r:
             listed = json.loads(r.read())["runs"]
         if not any("cluster" in x for x in listed):
             pytest.skip("the plugin has no `cluster` route yet (the runs listing has no `cluster` field)")
         yield server
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with playwright_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
-        yield b
-        b.close()
 
 
 def route(tb, run: str, against: str | None = None) -> dict:

@@ -8,20 +8,15 @@ from __future__ import annotations
 
 import pytest
 
-from browser_util import CHROMIUM, LAUNCH_ARGS, ConsoleWatch, frame_of, hash_params, plugin_frame, shoot
-from conftest import CORPUS, ROOT, SAMPLES
-import tbserver
+from browser_util import ART, CONTENT, P, PluginTab, hash_params, needs_chromium, shoot
+from conftest import CORPUS, SAMPLES, needs_samples
 from tbserver import TensorBoard
 
-playwright_api = pytest.importorskip("playwright.sync_api", reason="playwright (Python) is not installed")
 pytestmark = [
-    pytest.mark.skipif(not CHROMIUM.exists(), reason=f"no Chromium at {CHROMIUM} (never `playwright install`)"),
-    pytest.mark.skipif(not (SAMPLES / "expected.json").is_file(), reason="samples/ is missing"),
+    needs_chromium,
+    needs_samples,
 ]
 
-ART = ROOT / "test-artifacts"
-P = "p.profile_compare."
-CONTENT = "#pc-content"
 BASE, TARGET = "baseline_gpu/worker0", "target_npu/rank0_ascend_pt"
 LONG_RUN = "gpu/kineto_resnet50_num_workers_0"
 NPU_L1 = "npu/alexnet_ddp_2rank_level1"
@@ -54,38 +49,14 @@ def tb(logdir):
         yield server
 
 
-@pytest.fixture(scope="module")
-def browser():
-    with playwright_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
-        yield b
-        b.close()
-
-
-class Tab:
+class Tab(PluginTab):
     def __init__(self, browser, base: str, width: int = 1280, height: int = 800, dark: bool = False) -> None:
-        self.page = browser.new_page(viewport={"width": width, "height": height},
-                                     color_scheme="dark" if dark else "light")
+        super().__init__(self.new_page(browser, width, height, dark))
         self.base = base
-        self.console = ConsoleWatch(self.page)
-
-    @property
-    def f(self):
-        return plugin_frame(self.page)
-
-    @property
-    def frame(self):
-        return frame_of(self.page)
 
     def open(self, hash_: str, ready: str = "table.metrics") -> None:
         self.page.goto(self.base + "/" + hash_)
         self.f.locator(f"{CONTENT} {ready}").first.wait_for(timeout=120000)
-
-    def wait(self, fn, timeout: float = 20):
-        return tbserver.wait_for(fn, timeout, 0.1, sleep=lambda s: self.page.wait_for_timeout(s * 1000))
-
-    def close(self) -> None:
-        self.page.close()
 
 
 def _bg(frame) -> str:

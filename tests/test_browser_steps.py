@@ -16,22 +16,18 @@ import urllib.request
 
 import pytest
 
-from browser_util import (CHROMIUM, IFRAME, LAUNCH_ARGS, VSCODE_SIM, ConsoleWatch, frame_of, hash_params, num,
-                          plugin_frame, serve_html, shoot)
-from conftest import CORPUS, ROOT, SAMPLES
+from browser_util import (ART, CONTENT, IFRAME, P, VSCODE_SIM, ConsoleWatch, PluginTab, hash_params, needs_chromium,
+                          num, prefixed_base, serve_html, shoot)
+from conftest import CORPUS, SAMPLES, needs_samples
 import tbserver
 from tbserver import TensorBoard
 
-playwright_api = pytest.importorskip("playwright.sync_api", reason="playwright (Python) is not installed")
 pytestmark = [
-    pytest.mark.skipif(not CHROMIUM.exists(), reason=f"no Chromium at {CHROMIUM} (never `playwright install`)"),
-    pytest.mark.skipif(not (SAMPLES / "expected.json").is_file(), reason="samples/ is missing"),
+    needs_chromium,
+    needs_samples,
 ]
 
-ART = ROOT / "test-artifacts"
 PREFIX = "/proxy/steps"
-P = "p.profile_compare."
-CONTENT = "#pc-content"
 READY = f"{CONTENT} table.steps-metrics"
 BASE, TARGET = "baseline_gpu/worker0", "target_npu/rank0_ascend_pt"
 NOSTEP = "nostep_gpu/worker0"
@@ -72,16 +68,8 @@ def logdir(tmp_path_factory):
 @pytest.fixture(scope="module")
 def tb(logdir):
     with TensorBoard(logdir, "--path_prefix", PREFIX) as server:
-        server.base = server.url if server.url.endswith(PREFIX) else server.url.rstrip("/") + PREFIX
+        server.base = prefixed_base(server, PREFIX)
         yield server
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with playwright_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
-        yield b
-        b.close()
 
 
 def steps_answer(tb, base: str, target: str) -> dict:
@@ -95,31 +83,16 @@ def steps_answer(tb, base: str, target: str) -> dict:
     return tbserver.wait_for(get, 120, 0.5)
 
 
-class Tab:
+class Tab(PluginTab):
+    wait_timeout = 30
+
     def __init__(self, browser, tb, width: int = 1280, height: int = 860, dark: bool = False) -> None:
-        self.page = browser.new_page(viewport={"width": width, "height": height}, color_scheme="dark" if dark else "light")
+        super().__init__(self.new_page(browser, width, height, dark))
         self.tb = tb
-        self.console = ConsoleWatch(self.page)
-        self.requests: list[str] = []
-        self.page.on("request", lambda r: self.requests.append(r.url))
-
-    @property
-    def f(self):
-        return plugin_frame(self.page)
-
-    @property
-    def frame(self):
-        return frame_of(self.page)
 
     def open(self, hash_: str) -> None:
         self.page.goto(self.tb.base + "/" + hash_)
         self.f.locator(READY).first.wait_for(timeout=120000)
-
-    def wait(self, fn, timeout: float = 30):
-        return tbserver.wait_for(fn, timeout, 0.1, sleep=lambda s: self.page.wait_for_timeout(s * 1000))
-
-    def close(self) -> None:
-        self.page.close()
 
 
 _VIEW_JS = """() => {
