@@ -158,13 +158,25 @@ def load_sides(base_spec, target_spec, progress: Progress, backends, warm=None):
 
 
 def _warm_up(args):
-    """What to start on each side as soon as it is loaded: its op tree when the workbook has
-    sheets that need it (operator / module / memory), else nothing."""
+    """What to start on each side as soon as it is loaded, while the other side still parses:
+    its op tree when the workbook has sheets that need it (operator / module / memory), its
+    steps (``engines.steps.steps_of``) when the JSON, the step table or the step sheets need
+    them; None when nothing."""
     sheets = selected_sheets(args)
-    if not args.xlsx or (sheets is not None and not sheets & {"operator", "memory"}):
+    jobs = []
+    if args.xlsx and (sheets is None or sheets & {"operator", "memory"}):
+        from .engines.optree import tree_of
+        jobs.append(tree_of)
+    if args.json or args.steps or (args.xlsx and (sheets is None or "steps" in sheets)):
+        from .engines.steps import steps_of
+        jobs.append(steps_of)
+    if not jobs:
         return None
-    from .engines.optree import tree_of
-    return tree_of
+
+    def warm(profile):
+        for job in jobs:
+            job(profile)
+    return warm
 
 
 def run(args) -> int:

@@ -153,6 +153,14 @@ def side_steps(profile, ttp_compat: bool = False) -> SideSteps:
     return SideSteps(rows, side_efficiency(profile), notes)
 
 
+def steps_of(profile) -> SideSteps:
+    """``side_steps(profile)``, built once per profile in the derived-data cache
+    (``model.derived``), so a caller can start a side as soon as it is loaded (the CLI does,
+    while the other side still parses) and the comparison then takes it from there."""
+    from ..model.derived import derived
+    return derived(profile, "side_steps", lambda: side_steps(profile))
+
+
 def _metric(name: str, b_ns, t_ns) -> MetricDiff:
     b, t = stat_of(b_ns), stat_of(t_ns)
     diff = None if b.mean_ms is None or t.mean_ms is None else round(t.mean_ms - b.mean_ms, 6)
@@ -168,10 +176,10 @@ def compare_steps(base, target, options=None) -> StepsComparison:
     """Both sides' steps and, per metric, the across-step statistics and the noise verdict.
     The two sides are computed in two threads (numpy work, mostly outside the GIL)."""
     if base is target:
-        b = t = side_steps(base)
+        b = t = steps_of(base)
     else:
         with ThreadPoolExecutor(max_workers=2, thread_name_prefix="steps") as ex:
-            fb, ft = ex.submit(side_steps, base), ex.submit(side_steps, target)
+            fb, ft = ex.submit(steps_of, base), ex.submit(steps_of, target)
             b, t = fb.result(), ft.result()
     metrics = [_metric("step_time", [s.duration_ns for s in b.steps], [s.duration_ns for s in t.steps])]
     for group, keys in METRIC_KEYS:
