@@ -540,7 +540,8 @@ _DIGEST_KEYS = ["symbols", "meta", "comm_ops", "comm_tasks", "fwdbwd", "kernels"
 # columns added to the model after these digests were taken (issue 15: PMU ratios, GPU kernel args);
 # the digests hold the columns that were there, which must not change
 _NEWER_COLUMNS = {"kernels": ("aic_mac_ratio", "aiv_vec_ratio", "grid_x", "grid_y", "grid_z", "block_x", "block_y",
-                              "block_z", "registers", "shared_mem", "blocks_per_sm", "occupancy_pct")}
+                              "block_z", "registers", "shared_mem", "blocks_per_sm", "occupancy_pct"),
+                  "steps": ("fp_start_ns", "bp_end_ns")}     # issue 17: MindSpore/msprof FP start, BP end
 
 
 def _digests(p) -> dict:
