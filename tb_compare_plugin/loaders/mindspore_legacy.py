@@ -109,19 +109,27 @@ def read_step_trace(path: str, warnings: list) -> list[tuple]:
     return out
 
 
-def read_timeline(path: str, warnings: list) -> list[dict]:
-    """Device-task events (those with ``args.fullname``) of a timeline_display JSON."""
+def read_event_list(path: str, what: str = "") -> list:
+    """The event list of a Chrome-trace JSON file (a list, or a dict's ``traceEvents``); a
+    LoadError naming ``path`` when it cannot be read or is not one.  Shared with the msprof
+    timeline reader (``mindspore_msprof``)."""
     try:
         with open(path, encoding="utf-8") as f:
             doc = json.load(f)
     except (OSError, UnicodeDecodeError) as e:
-        raise LoadError(path, f"cannot read the timeline ({e})")
+        raise LoadError(path, f"cannot read{what} ({e})")
     except ValueError as e:
         raise LoadError(path, f"not valid JSON, truncated or damaged copy? ({e})")
     if isinstance(doc, dict):
         doc = doc.get("traceEvents", [])
     if not isinstance(doc, list):
         raise LoadError(path, "not a Chrome-trace event list")
+    return doc
+
+
+def read_timeline(path: str, warnings: list) -> list[dict]:
+    """Device-task events (those with ``args.fullname``) of a timeline_display JSON."""
+    doc = read_event_list(path, " the timeline")
     out, bad = [], 0
     for e in doc:
         args = e.get("args") if isinstance(e, dict) else None

@@ -21,7 +21,6 @@ Problems are warnings naming the file, count and reason; an unreadable file rais
 """
 from __future__ import annotations
 
-import json
 import os
 import re
 
@@ -30,6 +29,7 @@ import numpy as np
 from ..model import (KIND_COMM, KIND_COMPUTE, KIND_MEMCPY, KIND_OTHER, Profile, ProfileMeta, SymbolTable,
                      make_table)
 from .errors import LoadError
+from .mindspore_legacy import read_event_list
 
 SLICE_RE = re.compile(r"^(task_time|step_trace|hccl)_(\d+)_(\d+)_(\d+)\.json$")
 DEVICE_RE = re.compile(r"^device_(\d+)$")
@@ -61,17 +61,7 @@ def op_type(full_name: str) -> str:
 
 
 def _events(path: str, warnings: list) -> list:
-    try:
-        with open(path, encoding="utf-8") as f:
-            doc = json.load(f)
-    except (OSError, UnicodeDecodeError) as e:
-        raise LoadError(path, f"cannot read ({e})")
-    except ValueError as e:
-        raise LoadError(path, f"not valid JSON, truncated or damaged copy? ({e})")
-    if isinstance(doc, dict):
-        doc = doc.get("traceEvents", [])
-    if not isinstance(doc, list):
-        raise LoadError(path, "not a Chrome-trace event list")
+    doc = read_event_list(path)
     out, bad = [], 0
     for e in doc:
         if not isinstance(e, dict) or e.get("ph") != "X":
