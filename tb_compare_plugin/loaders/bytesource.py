@@ -1,7 +1,8 @@
 """The bytes of a trace file, plain or gzip: streamed in blocks, or mapped whole.
 
 :class:`ByteSource` yields the decompressed bytes of a file block by block (gzip detected by its
-magic bytes, stream-decompressed, concatenated members allowed) and counts the raw bytes read for
+magic bytes, stream-decompressed; concatenated members, as ``cat a.gz b.gz`` or parallel
+compressors write them, read as one stream, like ``gzip -dc``) and counts the raw bytes read for
 progress.  For a large plain file, :meth:`ByteSource.map` instead maps it copy-on-write: the JSON
 reader then decodes chunks in place, with no read or buffer copies, and drops the pages it has
 finished with (:func:`drop_behind`) so its resident memory stays bounded.
@@ -23,6 +24,7 @@ from .errors import LoadError
 GZIP_MAGIC = b"\x1f\x8b"
 READ_BLOCK = 1 << 20            # compressed / plain bytes read per call
 INFLATE_BLOCK = 4 << 20         # most decompressed bytes produced per inflate call
+FEED_BLOCK = 64 << 10           # most compressed bytes given to one inflate call
 MAP_MIN = 8 << 20               # plain files at least this big are mapped instead of read
 DROP_EVERY = 64 << 20           # give finished pages back to the system this often
 MAX_EXPANDED_ENV = "TB_COMPARE_MAX_EXPANDED_MB"
@@ -76,7 +78,9 @@ class ByteSource:
             self._f.close()
             raise self._too_big(f"the file is {fmt(self.size)} bytes, more than")
         self._z = zlib.decompressobj(wbits=31) if self.gzip else None
-        self._pending = b""          # compressed input not yet consumed by inflate
+        self._carry = b""            # compressed input after a finished member (the next one's start)
+        self._raw = b""              # the compressed block last read, fed to inflate from _raw_at on
+        self._raw_at = 0
 
     def close(self) -> None:
         self._f.close()
@@ -107,34 +111,50 @@ class ByteSource:
             return data
         while True:
             z = self._z
-            if z.unconsumed_tail:
-                src = z.unconsumed_tail
-            elif self._pending:
-                src, self._pending = self._pending, b""
-            else:
-                src = self._f.read(READ_BLOCK if self.limit is None else 64 << 10)
-                self.raw_read += len(src)
+            if z.eof:                   # a member ended: what follows it starts the next one
+                src, self._carry = self._carry, b""
                 if not src:
-                    if not z.eof:
-                        raise self._inflate_error("truncated")
-                    self.eof = True
-                    return b""
-            if z.eof:                   # a further gzip member (concatenated .gz)
-                if not src.strip(b"\x00"):
+                    src = self._read_raw()
+                    if not src:
+                        self.eof = True
+                        return b""
+                if not bytes(src).strip(b"\x00"):     # zero padding after the last member
                     continue
                 self._z = z = zlib.decompressobj(wbits=31)
+            elif z.unconsumed_tail:     # input left over when the output cap was reached
+                src = z.unconsumed_tail
+            else:
+                src = self._read_raw()
+                if not src:
+                    raise self._inflate_error("truncated")
             cap = INFLATE_BLOCK if self.limit is None else max(1, min(INFLATE_BLOCK, self.limit - self.out))
             try:
                 out = z.decompress(src, cap)
             except zlib.error:
                 raise self._inflate_error("corrupt") from None
-            if z.eof and z.unused_data:
-                self._pending = z.unused_data
+            if z.eof:
+                # Input after the member's end is in unused_data only.  (Some Pythons also leave
+                # it in unconsumed_tail, which is why a finished member's tail is never read.)
+                self._carry = z.unused_data
             if out:
                 self.out += len(out)
                 if self.max_out is not None and self.out > self.max_out:
                     raise self._too_big("the gzip data expands to more than")
                 return out
+
+    def _read_raw(self):
+        """The next at most ``FEED_BLOCK`` compressed bytes (a view of the block last read).
+        Small pieces keep each member's end cheap: zlib copies the input left after a member
+        into ``unused_data``, so a file of many tiny members costs at most a piece per member."""
+        if self._raw_at >= len(self._raw):
+            self._raw = self._f.read(READ_BLOCK if self.limit is None else 64 << 10)
+            self._raw_at = 0
+            self.raw_read += len(self._raw)
+            if not self._raw:
+                return b""
+        piece = memoryview(self._raw)[self._raw_at:self._raw_at + FEED_BLOCK]
+        self._raw_at += len(piece)
+        return piece
 
     def fraction(self) -> float:
         return min(1.0, self.raw_read / self.size) if self.size else 1.0
