@@ -3,8 +3,11 @@
 Every response goes through tensorboard's ``http_util.Respond`` (nosniff, no-cache,
 gzip); JSON bodies are encoded by :mod:`.presenters.json_encode` (msgspec).  Handlers
 raise :class:`HttpError`; the service's Pending / NotParsed / Unusable become 202 / 409 /
-422; anything unexpected becomes a JSON 500 with a one-line message, never an exception
-escaping into TensorBoard.
+422; a bad parameter (:class:`HttpError` 400 from the checks here, or the service's
+BadParameter) is a 400 whose body names ``parameter`` and, where they are known, the valid
+``choices``; a method the route does not take is a 405 with an ``Allow`` header; anything
+unexpected becomes a JSON 500 with a one-line message, never an exception escaping into
+TensorBoard.
 """
 from __future__ import annotations
 
@@ -17,7 +20,7 @@ from werkzeug import wrappers
 
 from .loaders.errors import LoadError
 from .presenters import json_encode
-from .service.errors import NotParsed, Pending, Unusable
+from .service.errors import BadParameter, NotParsed, Pending, Unusable
 
 log = logging.getLogger(__name__)
 MAX_BODY = 64 * 1024
@@ -42,16 +45,42 @@ def error_response(request, code: int, message: str, **extra):
     return json_response(request, body, code)
 
 
-def route(handler, tidy=None):
+def bad_param(name: str, message: str, choices=None) -> HttpError:
+    """A 400 naming the query parameter (or JSON body field) ``name`` and its valid ``choices``."""
+    extra = {"parameter": name}
+    if choices is not None:
+        extra["choices"] = list(choices)
+    return HttpError(400, message, **extra)
+
+
+def route(handler, tidy=None, methods=("GET",)):
     """Wrap a handler(request) -> response; map every failure to a JSON error.  ``tidy``: how
-    an error's text is shown (the plugin's: paths relative to the logdir)."""
+    an error's text is shown (the plugin's: paths relative to the logdir).  ``methods``: what
+    the route takes (HEAD with GET); any other method is a 405 naming them in ``Allow``."""
     tidy = tidy or (lambda s: s)
+    allowed = tuple(methods) + (("HEAD",) if "GET" in methods and "HEAD" not in methods else ())
+    allow = ", ".join(allowed)
 
     @wrappers.Request.application
     def app(request):
+        if request.method not in allowed:
+            resp = error_response(request, 405, f"method {request.method[:16]} is not allowed here; "
+                                  f"this route takes {allow}")
+            resp.headers["Allow"] = allow
+            return resp
         try:
             return handler(request)
+        except BadParameter as e:
+            extra = {"parameter": e.parameter}
+            if e.choices is not None:
+                extra["choices"] = e.choices
+            msg = e.message if repr(e.parameter) in e.message else f"parameter {e.parameter!r}: {e.message}"
+            return error_response(request, 400, tidy(msg), **extra)
         except HttpError as e:
+            if e.code == 405:
+                resp = error_response(request, 405, tidy(e.message), **e.extra)
+                resp.headers["Allow"] = allow
+                return resp
             return error_response(request, e.code, tidy(e.message), **e.extra)
         except Pending as e:
             return error_response(request, 202, tidy(e.message), status="loading", progress=e.progress)
@@ -72,23 +101,26 @@ def arg(request, name: str, required: bool = True, default=None, max_len: int = 
     v = request.args.get(name)
     if v is None or v == "":
         if required:
-            raise HttpError(400, f"missing query parameter {name!r}")
+            raise bad_param(name, f"missing query parameter {name!r}")
         return default
     if len(v) > max_len:
-        raise HttpError(400, f"query parameter {name!r} is too long")
+        raise bad_param(name, f"query parameter {name!r} is too long")
     return v
 
 
-def int_arg(request, name: str, default=None, lo=None, hi=None):
-    v = arg(request, name, required=default is None and lo is None and hi is None and False, default=None)
+def int_arg(request, name: str, default=None, lo=None, hi=None, choices=None):
+    """An optional integer parameter; ``choices`` (e.g. the steps known) are named when it is not one."""
+    v = arg(request, name, required=False, default=None)
     if v is None:
         return default
     try:
         n = int(v)
     except ValueError:
-        raise HttpError(400, f"query parameter {name!r} must be an integer, got {v[:40]!r}")
+        known = f" (valid values: {', '.join(map(str, choices))})" if choices else ""
+        raise bad_param(name, f"query parameter {name!r} must be an integer, got {v[:40]!r}{known}",
+                        choices if choices else None)
     if (lo is not None and n < lo) or (hi is not None and n > hi):
-        raise HttpError(400, f"query parameter {name!r} must be between {lo} and {hi}")
+        raise bad_param(name, f"query parameter {name!r} must be between {lo} and {hi}")
     return n
 
 
@@ -99,9 +131,9 @@ def float_arg(request, name: str, default=None):
     try:
         f = float(v)
     except ValueError:
-        raise HttpError(400, f"query parameter {name!r} must be a number, got {v[:40]!r}")
+        raise bad_param(name, f"query parameter {name!r} must be a number, got {v[:40]!r}")
     if not math.isfinite(f):
-        raise HttpError(400, f"query parameter {name!r} must be finite")
+        raise bad_param(name, f"query parameter {name!r} must be finite")
     return f
 
 

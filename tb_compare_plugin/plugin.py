@@ -14,11 +14,12 @@ from . import PLUGIN_NAME
 from .discovery import split_worker_id
 from .discovery.scanner import Scanner
 from .comparison import Options
-from .http import HttpError, arg, float_arg, int_arg, json_body, json_response, route
+from .http import HttpError, arg, bad_param, float_arg, int_arg, json_body, json_response, route
 from .presenters.relpaths import RelativePaths
 from .presenters.runs_json import runs_payload, worker_payload
 from .service.compare import WAIT_SECONDS, CompareService  # noqa: F401 - WAIT_SECONDS: older name
 from .service.dask_exec import scheduler_address
+from .service.errors import BadParameter
 
 _MIME = {".js": "text/javascript", ".css": "text/css", ".map": "application/json",
          ".html": "text/html", ".svg": "image/svg+xml", ".png": "image/png"}
@@ -80,23 +81,25 @@ class ProfileComparePlugin(base_plugin.TBPlugin):
 
     def get_plugin_apps(self):
         self._scanner.start()
-        def r(handler):
-            return route(handler, tidy=self._paths.text)
+        get, post, both = ("GET",), ("POST",), ("GET", "POST")       # HEAD goes with GET
+
+        def r(handler, methods):
+            return route(handler, tidy=self._paths.text, methods=methods)
         return {
-            "/runs": r(self._runs),
-            "/worker": r(self._worker),
-            "/load": r(self._load),
-            "/analyses": r(self._analyses),
-            "/compare/overall": r(self._compare_overall),
-            "/compare/memory_curve": r(self._compare_memory_curve),
-            "/compare/xlsx": r(self._compare_xlsx),
-            "/export": r(self._export),
-            "/compare/communication": r(self._compare_communication),
-            "/compare/steps": r(self._compare_steps),
-            "/compare/*": r(self._compare_view),
-            "/cluster": r(self._cluster),
-            "/cluster/xlsx": r(self._cluster_xlsx),
-            "/static/*": r(self._static),
+            "/runs": r(self._runs, get),
+            "/worker": r(self._worker, both),
+            "/load": r(self._load, post),
+            "/analyses": r(self._analyses, get),
+            "/compare/overall": r(self._compare_overall, both),
+            "/compare/memory_curve": r(self._compare_memory_curve, both),
+            "/compare/xlsx": r(self._compare_xlsx, both),
+            "/export": r(self._export, post),
+            "/compare/communication": r(self._compare_communication, both),
+            "/compare/steps": r(self._compare_steps, both),
+            "/compare/*": r(self._compare_view, both),
+            "/cluster": r(self._cluster, both),
+            "/cluster/xlsx": r(self._cluster_xlsx, both),
+            "/static/*": r(self._static, get),
         }
 
     def _reply(self, request, obj):
@@ -105,33 +108,54 @@ class ProfileComparePlugin(base_plugin.TBPlugin):
         return json_response(request, self._paths.obj(obj))
 
     # -- parameters ----------------------------------------------------------------------
-    def _spec(self, wid: str):
+    def _snapshot(self):
+        snap = self._scanner.snapshot
+        if not snap.scanned_at:
+            self._scanner.wait_first_scan(10)
+            snap = self._scanner.snapshot
+        return snap
+
+    def _spec(self, wid: str, param: str = "id"):
+        """The discovered worker ``wid`` names; a 400 naming ``param`` and the listed ids otherwise."""
+        snap = self._snapshot()
         try:
             split_worker_id(wid)
         except ValueError as e:
-            raise HttpError(400, str(e))
-        snap = self._scanner.snapshot
+            raise bad_param(param, f"parameter {param!r}: {e}", sorted(snap.workers)[:200])
         spec = snap.workers.get(wid)
         if spec is None:
-            if not snap.scanned_at:
-                self._scanner.wait_first_scan(10)
-                spec = self._scanner.snapshot.workers.get(wid)
-            if spec is None:
-                raise HttpError(404, f"unknown worker {wid!r}: pick one listed by the runs route")
+            from .service.params import choices_text
+            ids = sorted(snap.workers)
+            raise bad_param(param, f"parameter {param!r}: unknown worker {wid[:200]!r} (workers the runs "
+                            f"route lists: {choices_text(ids)})", ids[:200])
         return spec
+
+    def _step_arg(self, request, name: str, spec):
+        """``base_step`` / ``target_step``: an integer; when it is not one, the 400 names the
+        steps known for ``spec`` (parsed, else seen by discovery)."""
+        def known():
+            prof = self._store.loaded(spec)
+            return prof.step_ids() if prof is not None else list(spec.steps)
+        v = arg(request, name, required=False)
+        if v is None:
+            return None
+        try:
+            return int(v)
+        except ValueError:
+            return int_arg(request, name, choices=known())
 
     @staticmethod
     def _accept_post(request) -> bool:
         """POST with a JSON body may start parsing (a cross-site page cannot send one without a
         CORS preflight, which TensorBoard never grants); its fields become the query arguments.
         GET only reads what is already parsed.  Returns whether the request may start work."""
-        if request.method == "GET":
+        if request.method in ("GET", "HEAD"):
             return False
         body = json_body(request)
         args = {}
         for k, v in body.items():
             if isinstance(v, bool) or not isinstance(v, (str, int, float)) and v is not None:
-                raise HttpError(400, f"field {k!r} must be a string or a number")
+                raise bad_param(str(k)[:64], f"parameter {str(k)[:64]!r} must be a string or a number")
             if v is not None:
                 args[str(k)] = str(int(v)) if isinstance(v, float) and v.is_integer() else str(v)
         from werkzeug.datastructures import ImmutableMultiDict
@@ -140,15 +164,18 @@ class ProfileComparePlugin(base_plugin.TBPlugin):
 
     def _pair(self, request):
         """(baseline spec, target spec, Options) named by the query."""
-        base = self._spec(arg(request, "baseline"))
-        target = self._spec(arg(request, "target"))
+        base = self._spec(arg(request, "baseline"), "baseline")
+        target = self._spec(arg(request, "target"), "target")
         per = arg(request, "per_step", required=False)
         if per not in (None, "0", "1", "auto"):
-            raise HttpError(400, "per_step must be 0, 1 or auto")
+            raise bad_param("per_step", f"parameter 'per_step' must be 0, 1 or auto, got {per[:40]!r}",
+                            ["0", "1", "auto"])
         compat = arg(request, "reference_compat", required=False)
         if compat not in (None, "0", "1"):
-            raise HttpError(400, "reference_compat must be 0 or 1")
-        opts = Options(base_step=int_arg(request, "base_step"), target_step=int_arg(request, "target_step"),
+            raise bad_param("reference_compat", f"parameter 'reference_compat' must be 0 or 1, got {compat[:40]!r}",
+                            ["0", "1"])
+        opts = Options(base_step=self._step_arg(request, "base_step", base),
+                       target_step=self._step_arg(request, "target_step", target),
                        per_step=None if per in (None, "auto") else per == "1", reference_compat=compat == "1")
         return base, target, opts
 
@@ -162,21 +189,32 @@ class ProfileComparePlugin(base_plugin.TBPlugin):
         from .analyses import analyses
         may_parse = self._accept_post(request)
         view = request.path.rsplit("/compare/", 1)[-1]
-        names = {a.name for a in analyses("route")}
-        if view not in names:
-            raise HttpError(404, f"unknown comparison view {view!r}; views: {', '.join(sorted(names))}")
+        found = {a.name: a for a in analyses("route")}
+        if view not in found:
+            raise HttpError(404, f"unknown comparison view {view[:200]!r}; views: {', '.join(sorted(found))}")
         order = arg(request, "order", required=False, default="desc")
         if order not in ("asc", "desc"):
-            raise HttpError(400, "order must be asc or desc")
-        params = dict(sort=arg(request, "sort", required=False, max_len=64), order=order,
+            raise bad_param("order", f"parameter 'order' must be asc or desc, got {order[:40]!r}", ["asc", "desc"])
+        status = arg(request, "status", required=False, max_len=32)
+        if status not in (None, "both", "baseline_only", "target_only"):
+            raise bad_param("status", f"parameter 'status' must be both, baseline_only or target_only, got {status!r}",
+                            ["both", "baseline_only", "target_only"])
+        sort = arg(request, "sort", required=False, max_len=64)
+        cols = [c.key for c in found[view].columns]
+        if sort is not None and sort not in cols:
+            raise bad_param("sort", f"parameter 'sort': the {view} table has no column {sort!r} (columns: {', '.join(cols)})",
+                            cols)
+        params = dict(sort=sort, order=order,
                       q=arg(request, "q", required=False, max_len=256),
-                      status=arg(request, "status", required=False, max_len=32),
+                      status=status,
                       min_diff=float_arg(request, "min_diff"),
                       offset=int_arg(request, "offset", 0, 0, 10 ** 9),
                       limit=int_arg(request, "limit", 100, 1, 1000))
         from .analyses import Unavailable
         try:
             return self._reply(request, self._service.table(*self._pair(request), view, params, may_parse))
+        except BadParameter:
+            raise
         except ValueError as e:
             raise HttpError(400, str(e))
         except Unavailable as e:
@@ -191,7 +229,7 @@ class ProfileComparePlugin(base_plugin.TBPlugin):
         for role in ("baseline", "target"):
             wid = arg(request, role, required=False)
             if wid is not None:
-                spec = self._spec(wid)
+                spec = self._spec(wid, role)
                 prof = self._store.loaded(spec)
                 sides.append(spec if prof is None else prof)
         if len(sides) == 1:
@@ -216,7 +254,7 @@ class ProfileComparePlugin(base_plugin.TBPlugin):
             v = body.get(k)
             if v is not None:
                 if not isinstance(v, (str, int)) or isinstance(v, bool):
-                    raise HttpError(400, f"{k} must be a string or an integer")
+                    raise bad_param(k, f"parameter {k!r} must be a string or an integer")
                 args[k] = str(v)
         from werkzeug.datastructures import MultiDict
         request.args = MultiDict(args)
@@ -255,22 +293,25 @@ class ProfileComparePlugin(base_plugin.TBPlugin):
         may_parse = self._accept_post(request)
         return self._reply(request, self._service.overview(*self._pair(request), may_parse))
 
-    def _run_info(self, name: str):
-        """The discovered run called ``name`` (as the runs route lists it)."""
-        snap = self._scanner.snapshot
-        if not snap.scanned_at:
-            self._scanner.wait_first_scan(10)
-            snap = self._scanner.snapshot
+    def _run_info(self, name: str, param: str = "run"):
+        """The discovered run called ``name`` (as the runs route lists it); a 400 naming ``param``
+        and the runs a cluster analysis takes (two or more workers) otherwise."""
+        snap = self._snapshot()
         for r in snap.runs:
             if r.name == name:
                 return r
-        raise HttpError(404, f"unknown run {name!r}: pick one listed by the runs route")
+        from .service.cluster_jobs import min_workers_error
+        from .service.params import choices_text
+        names = sorted(r.name for r in snap.runs if not min_workers_error(r))
+        raise bad_param(param, f"parameter {param!r}: unknown run {name[:200]!r} (runs with two or more "
+                        f"workers: {choices_text(names)})", names[:200])
 
     def _cluster_query(self, request):
         """(run, against or None, step or None) named by the query."""
         run = self._run_info(arg(request, "run"))
         other = arg(request, "against", required=False)
-        return run, (self._run_info(other) if other is not None else None), int_arg(request, "step")
+        return (run, (self._run_info(other, "against") if other is not None else None),
+                int_arg(request, "step"))
 
     def _cluster(self, request):
         """Every rank of a run (and against a second run): the cluster JSON, as
@@ -290,10 +331,7 @@ class ProfileComparePlugin(base_plugin.TBPlugin):
                                  headers=[("Content-Disposition", f'attachment; filename="{name}"')])
 
     def _runs(self, request):
-        snap = self._scanner.snapshot
-        if not snap.scanned_at:
-            self._scanner.wait_first_scan(10)
-            snap = self._scanner.snapshot
+        snap = self._snapshot()
         body = runs_payload(snap, self._store)
         body["env"] = {"vscode": os.environ.get("VSCODE_TENSORBOARD_LAUNCH") == "1",
                        "export_dir": self._export_dir}
@@ -311,15 +349,17 @@ class ProfileComparePlugin(base_plugin.TBPlugin):
         body = json_body(request)
         ids = body.get("workers")
         if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids) or len(ids) > 64:
-            raise HttpError(400, "body must be {\"workers\": [worker ids]} (at most 64)")
+            raise bad_param("workers", "parameter 'workers': the body must be {\"workers\": [worker ids]} (at most 64)")
+        specs = [self._spec(wid, "workers") for wid in ids]       # every id checked before any starts
         out = {}
-        for wid in ids:
-            out[wid] = self._service.start_load(self._spec(wid))
+        for wid, spec in zip(ids, specs):
+            out[wid] = self._service.start_load(spec)
         return self._reply(request, {"workers": out})
 
     def _static(self, request):
         name = request.path.rsplit("/static/", 1)[-1]
-        if not name or "/" in name or "\\" in name or name.startswith("."):
+        if (not name or "/" in name or "\\" in name or name.startswith(".")
+                or any(ord(ch) < 32 or ord(ch) == 127 for ch in name)):      # NUL, control characters
             raise HttpError(404, "no such file")
         ext = os.path.splitext(name)[1]
         if ext not in _MIME:

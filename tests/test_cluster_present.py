@@ -151,15 +151,15 @@ def test_route_step_and_errors(client, route_json):
     d = json.loads(r.get_data())
     assert {x["step"] for x in d["ranks"]} == {51} and {x["step"] for x in d["links"]} == {51}
     assert {s["rank"] for s in d["slow_ranks"]} == {SLOW_RANK}
-    for body, code, words in (({"run": "nosuchrun"}, 404, "unknown run"),
+    for body, code, words in (({"run": "nosuchrun"}, 400, "unknown run"),
                               ({"run": "single"}, 422, "two or more"),
-                              ({"run": GEN, "step": 7}, 422, "no rank has step 7"),
+                              ({"run": GEN, "step": 7}, 400, "no rank has step 7"),
                               ({"run": GEN, "step": "x"}, 400, "integer"),
                               ({}, 400, "run")):
         r = post_until_done(client, "/cluster", body)
         assert r.status_code == code and words in json.loads(r.get_data())["error"], (body, r.get_data())
-    r = client.get(PREFIX + "/cluster", query_string={"run": GEN, "step": "7"})     # the failure, remembered
-    assert r.status_code == 422 and "no rank has step 7" in json.loads(r.get_data())["error"]
+    r = client.get(PREFIX + "/cluster", query_string={"run": GEN, "step": "7"})     # the same answer, every time
+    assert r.status_code == 400 and "no rank has step 7" in json.loads(r.get_data())["error"]
 
 
 # ------------------------------------------------------------------------------------ CLI

@@ -176,7 +176,7 @@ def test_broken_file_is_one_line(tmp_path):
 def test_route_errors(samples):
     c = make_client(SAMPLES)
     r = c.get(PREFIX + "/compare/steps?baseline=baseline_gpu/worker0&target=nope/x")
-    assert r.status_code == 404 and "unknown worker" in json.loads(r.get_data())["error"]
+    assert r.status_code == 400 and "unknown worker" in json.loads(r.get_data())["error"]
     r = c.get(PREFIX + "/compare/steps?baseline=baseline_gpu/worker0")
     assert r.status_code == 400
 

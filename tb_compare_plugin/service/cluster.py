@@ -366,7 +366,7 @@ def cluster_json(run, against=None, *, options: dict | None = None, cache=DEFAUL
 
 def only_step(summaries: Sequence, step: int, run: str) -> list:
     """The summaries cut to the rows of ``step`` (the route's and the CLI's ``step``);
-    ValueError naming the run's steps when no rank has it."""
+    BadParameter (a ValueError) naming the run's steps when no rank has it."""
     from ..model.rank_summary import RankSummary
     out = []
     for s in summaries:
@@ -379,8 +379,10 @@ def only_step(summaries: Sequence, step: int, run: str) -> list:
                                format=s.format, **tables))
     if not any(len(t.columns("steps")["step"]) for t in out):
         have = sorted({int(x) for s in summaries for x in s.columns("steps")["step"]})
-        raise ValueError(f"{run}: no rank has step {step}; its steps: "
-                         f"{', '.join(map(str, have[:20])) or 'none'}{' ...' if len(have) > 20 else ''}")
+        from .errors import BadParameter
+        raise BadParameter("step", f"{run}: no rank has step {step}; its steps: "
+                           f"{', '.join(map(str, have[:20])) or 'none'}{' ...' if len(have) > 20 else ''}",
+                           have)
     return out
 
 

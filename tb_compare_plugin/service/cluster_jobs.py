@@ -5,14 +5,23 @@ Like the pair routes (:mod:`.compare`): a caller that may start work (POST) wait
 ``wait_seconds`` and then gets :class:`~.errors.Pending` with the job's progress (ask again to join
 the same job); a read-only caller (GET) gets the answer when it is computed, Pending while it is
 under way, and :class:`~.errors.NotParsed` (nothing started) otherwise.  A run that cannot be
-analysed (fewer than two workers, no rank readable, no such step, no Dask) is
-:class:`~.errors.Unusable`, with one line saying why.  The key holds every worker's id and file
+analysed (fewer than two workers, no rank readable, no Dask) is :class:`~.errors.Unusable`, with
+one line saying why; a step no rank holds is :class:`~.errors.BadParameter` (400), every time.  The key holds every worker's id and file
 fingerprint, the step and the Dask scheduler, so changed files are a new job.
 """
 from __future__ import annotations
 
-from .errors import NotParsed, Pending, Unusable
+from .errors import BadParameter, NotParsed, Pending, Unusable
 from .loading import JobCache, user_message
+
+
+class _Refused:
+    """A job's answer that is a bad parameter (a step no rank holds: known only once the ranks are
+    summarised): kept as the key's result, so every ask gets the same 400, never a stored 422."""
+    __slots__ = ("exc",)
+
+    def __init__(self, exc: BadParameter) -> None:
+        self.exc = exc
 
 
 def min_workers_error(run) -> str | None:
@@ -44,13 +53,16 @@ class ClusterJobs:
 
     def _wait(self, jobs: JobCache, key, fut, what: str):
         try:
-            return fut.result(timeout=self.wait_seconds)
+            out = fut.result(timeout=self.wait_seconds)
         except TimeoutError:
             raise Pending(f"{what} is still being computed", jobs.status(key)["progress"])
         except Unusable:
             raise
-        except Exception as e:  # noqa: BLE001 - ValueError (no rank readable, no step), DaskUnavailable, ...
+        except Exception as e:  # noqa: BLE001 - ValueError (no rank readable), DaskUnavailable, ...
             raise Unusable(user_message(e)) from e
+        if isinstance(out, _Refused):
+            raise out.exc
+        return out
 
     def key(self, run, against=None, step: int | None = None) -> tuple:
         return (run_key(run), run_key(against) if against is not None else None, step, self.scheduler)
@@ -62,6 +74,8 @@ class ClusterJobs:
                 raise Unusable(min_workers_error(r))
         key = self.key(run, against, step)
         hit = self.results.peek(key)
+        if isinstance(hit, _Refused):
+            raise hit.exc
         if hit is not None:
             return hit
         st = self.results.status(key)
@@ -76,8 +90,11 @@ class ClusterJobs:
             from .cluster import DEFAULT, RunRef, cluster_json
             refs = [RunRef(r.name, r.path, list(r.workers)) for r in (run, against) if r is not None]
             cache = cache_factory() if cache_factory is not None else DEFAULT
-            return cluster_json(refs[0], refs[1] if len(refs) > 1 else None, cache=cache,
-                                scheduler=scheduler, progress=lambda f: progress(0.95 * f), step=step)
+            try:
+                return cluster_json(refs[0], refs[1] if len(refs) > 1 else None, cache=cache,
+                                    scheduler=scheduler, progress=lambda f: progress(0.95 * f), step=step)
+            except BadParameter as e:
+                return _Refused(e)
 
         fut = self.results.submit(key, job, retry=may_start)
         return self._wait(self.results, key, fut, f"the cluster analysis of {run.name}")

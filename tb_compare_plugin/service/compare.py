@@ -16,10 +16,12 @@ from __future__ import annotations
 import io
 import os
 import threading
+import time
 
 from .errors import NotParsed, Pending, Unusable
 from ..loaders.errors import LoadError
 from .loading import JobCache, ProfileStore, user_message
+from .params import check_steps
 
 WAIT_SECONDS = float(os.environ.get("TB_COMPARE_REQUEST_WAIT", "20"))
 
@@ -194,6 +196,8 @@ class CompareService:
             if missing:
                 raise NotParsed(f"not parsed yet: {', '.join(missing)}; POST load "
                                 "{\"workers\": [...]} (or POST this route) to parse", missing)
+        if options.base_step is not None or options.target_step is not None:
+            self._check_steps(base, target, options)
         store = self.profiles
 
         def job(progress):
@@ -215,6 +219,24 @@ class CompareService:
             return self._wait(self.comparisons, key, fut, "the comparison is still being computed")
         except (LoadError, ValueError) as e:          # the pair cannot be compared (said why)
             raise Unusable(user_message(e)) from e
+
+    def _check_steps(self, base, target, options) -> None:
+        """A step option names a step its side holds (BadParameter otherwise), checked on the
+        parsed profiles before the comparison job starts, so a bad step is never a job's stored
+        failure.  Waits for both parses as the comparison would (Pending with the same progress)."""
+        store = self.profiles
+        futs = (store.future(base), store.future(target))
+        deadline = time.monotonic() + self.wait_seconds
+        profs = []
+        for fut in futs:
+            try:
+                profs.append(fut.result(timeout=max(0.0, deadline - time.monotonic())))
+            except TimeoutError:
+                raise Pending("the comparison is still being computed",
+                              0.45 * (store.status(base)["progress"] + store.status(target)["progress"]))
+            except (LoadError, ValueError, OSError) as e:
+                raise Unusable(user_message(e)) from e
+        check_steps(profs[0], profs[1], options, base.id, target.id)
 
     def _wait(self, jobs: JobCache, key, fut, message: str):
         try:
