@@ -184,7 +184,55 @@ def test_path_target_and_filename(tmp_path, monkeypatch):
         write_workbook(_stub(), str(tmp_path / "bad.xlsx"), sheets={"api"})
     assert [p.name for p in tmp_path.iterdir()] == ["out.xlsx"]
     name = workbook_filename(_stub(), datetime(2024, 5, 6, 7, 8, 9, tzinfo=timezone.utc))
-    assert name == "tb_compare_rank0_w_1_vs_rank_1_20240506070809.xlsx"
+    assert name == "tb_compare_run_a_rank0_w_1_vs_run_b_rank_1_20240506070809.xlsx"
+
+
+@pytest.mark.parametrize("base, target, want", [
+    # the same worker in two runs (two NPU runs): the runs say it all
+    (("target_npu", "rank0_ascend_pt"), ("target_npu_v2", "rank0_ascend_pt"), "target_npu_vs_target_npu_v2"),
+    # two workers of one run: the workers tell the sides apart
+    (("exp/l1", "rank0_ascend_pt"), ("exp/l1", "rank1_ascend_pt"),
+     "exp_l1_rank0_ascend_pt_vs_exp_l1_rank1_ascend_pt"),
+    # no run name (the logdir itself, or the CLI's stand-ins): the worker
+    ((".", "worker0"), ("", "target"), "worker0_vs_target"),
+    # long names are shortened in the middle: both ends stay
+    (("sweep_" + "x" * 80 + "_lr0.1", "w"), ("sweep_" + "y" * 80 + "_lr0.2", "w"),
+     f"sweep_{'x' * 17}--{'x' * 17}_lr0.1_vs_sweep_{'y' * 17}--{'y' * 17}_lr0.2"),
+])
+def test_workbook_filename_names_the_runs(base, target, want):
+    cmp = SimpleNamespace(base_side=Side(*base), target_side=Side(*target))
+    name = workbook_filename(cmp, datetime(2024, 5, 6, 7, 8, 9, tzinfo=timezone.utc))
+    assert name == f"tb_compare_{want}_20240506070809.xlsx"
+    assert re.fullmatch(r"[A-Za-z0-9._-]+", name) and len(name) < 160
+
+
+def test_download_name_on_two_npu_runs():
+    """Through a real TensorBoard on the samples: the workbook of two NPU runs is named for them."""
+    import time
+    import urllib.error
+    from conftest import SAMPLES
+    from tbserver import TensorBoard, wait_for
+    if not (SAMPLES / "target_npu_v2").is_dir():
+        pytest.skip("samples/ is missing")
+    body = json.dumps({"baseline": "target_npu/rank0_ascend_pt",
+                       "target": "target_npu_v2/rank0_ascend_pt"}).encode()
+    with TensorBoard(SAMPLES) as tb:
+        wait_for(lambda: any(r["name"] == "target_npu_v2"
+                             for r in tb.get_json("/data/plugin/profile_compare/runs")["runs"]))
+        import urllib.request
+        for _ in range(600):
+            req = urllib.request.Request(tb.url + "/data/plugin/profile_compare/compare/xlsx", data=body,
+                                         headers={"Content-Type": "application/json"}, method="POST")
+            with urllib.request.urlopen(req, timeout=120) as r:
+                if r.status == 200:
+                    disp, data = r.headers["Content-Disposition"], r.read()
+                    break
+            time.sleep(0.2)
+        else:
+            raise AssertionError("compare/xlsx kept answering 202")
+    m = re.fullmatch(r'attachment; filename="(.+)"', disp)
+    assert m and re.fullmatch(r"tb_compare_target_npu_vs_target_npu_v2_\d{14}\.xlsx", m.group(1)), disp
+    assert "OverallMetrics" in openpyxl.load_workbook(io.BytesIO(data), read_only=True).sheetnames
 
 
 # ------------------------------------------------------------------------------ golden pairs

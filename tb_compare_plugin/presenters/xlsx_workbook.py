@@ -467,9 +467,31 @@ def _safe(s: str, limit: int = 60) -> str:
     return s[:limit].rstrip("._-") or "profile"
 
 
+def _middle(s: str, limit: int) -> str:
+    """``s`` shortened in the middle to at most ``limit`` characters (both ends say the most)."""
+    if len(s) <= limit:
+        return s
+    keep = limit - 2
+    return f"{s[:(keep + 1) // 2].rstrip('._-')}--{s[len(s) - keep // 2:].lstrip('._-')}"
+
+
+def _side_name(side, other) -> str:
+    """A side's part of the file name: its run, then its worker when the worker tells the two
+    sides apart (the same run on both sides, or different workers); the worker alone when the
+    run has no name (the logdir itself, a profile given without a run)."""
+    run = "" if side.run in ("", ".") else _safe(side.run, 10_000)
+    worker = _safe(side.worker or "", 10_000) if side.worker else ""
+    if not run:
+        return _middle(worker or "profile", 48)
+    if worker and (side.run == other.run or side.worker != other.worker):
+        return f"{_middle(run, 40)}_{_middle(worker, 24)}"
+    return _middle(run, 48)
+
+
 def workbook_filename(cmp, now: datetime | None = None) -> str:
-    """``tb_compare_<baseline worker>_vs_<target worker>_<UTC yyyymmddHHMMSS>.xlsx`` (safe chars)."""
+    """``tb_compare_<baseline>_vs_<target>_<UTC yyyymmddHHMMSS>.xlsx``: each side named by its
+    run (safe characters, shortened in the middle when long), plus its worker when that adds
+    information (:func:`_side_name`)."""
     ts = (now or datetime.now(timezone.utc)).astimezone(timezone.utc).strftime("%Y%m%d%H%M%S")
-    b = cmp.base_side.worker or cmp.base_side.run
-    t = cmp.target_side.worker or cmp.target_side.run
-    return f"tb_compare_{_safe(b)}_vs_{_safe(t)}_{ts}.xlsx"
+    b, t = cmp.base_side, cmp.target_side
+    return f"tb_compare_{_side_name(b, t)}_vs_{_side_name(t, b)}_{ts}.xlsx"
