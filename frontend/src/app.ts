@@ -161,7 +161,8 @@ export class App {
     try {
       const r = await getJSON<RunsResponse>("runs");
       if (isLoading(r)) return;
-      this.runs = {runs: Array.isArray(r.runs) ? r.runs : [], pairs: r.pairs ?? [], env: r.env, error: r.error};
+      this.runs = {runs: Array.isArray(r.runs) ? r.runs : [], pairs: r.pairs ?? [], pairs_left_off: r.pairs_left_off ?? 0,
+                   env: r.env, error: r.error};
       this.env = r.env;
       if ((r.scanned_at === 0 || r.scanned_at === null) && !r.error) this.refreshSoon();
       replace(this.banner, r.error ? h("div", {class: "notice error"}, `Scanning the log folder failed: ${r.error}`) : null);

@@ -1,9 +1,11 @@
 /**
  * The run picker: baseline and target, each a (run, worker, step) choice, suggested pairs as
- * one-click chips, a swap button, and per-worker status in place (parse progress, errors).
+ * one-click chips (the first few, the rest behind "more"), a swap button, and per-worker status
+ * in place (parse progress, errors). Long run and worker lists get a type-to-filter box.
  */
 import {h, replace} from "./dom";
-import {fmtNum, shortMiddle} from "./format";
+import {filterPick, type PickOption} from "./filterpick";
+import {fmtCount, fmtNum} from "./format";
 import {runOf, type SideSel, type State} from "./state";
 import type {Pair, Run, RunsResponse, Worker} from "./types";
 
@@ -51,11 +53,6 @@ function workerText(w: Worker): string {
 }
 
 
-/** An option whose text is shortened in the middle, the full text on hover. */
-function option(value: string, full: string, n: number, disabled = false): HTMLOptionElement {
-  return h("option", {value, title: full, disabled}, shortMiddle(full, n)) as HTMLOptionElement;
-}
-
 /** A select says its chosen option's full text on hover. */
 function titleFollows(sel: HTMLSelectElement): void {
   const sync = () => { sel.title = sel.selectedOptions[0]?.title || sel.selectedOptions[0]?.text || ""; };
@@ -94,11 +91,20 @@ export function statusLine(w: Worker | null): HTMLElement {
   return out;
 }
 
+/** A select under its filter box (long lists), or the select alone. */
+function withBox(sel: HTMLSelectElement, box: HTMLInputElement | null, count: HTMLElement | null): HTMLElement {
+  return box ? h("div", {class: "pick"}, h("div", {class: "pick-row"}, box, count), sel) : sel;
+}
+
+/** Suggestion chips shown at once; the rest open under "more". */
+const CHIPS_SHOWN = 6;
+
 export class Picker {
   readonly el: HTMLElement;
   private cards: Record<SideKey, HTMLElement>;
   private suggest = h("div", {class: "suggest"});
   private pendingRun: Record<SideKey, string | null> = {base: null, target: null};
+  private query: Record<string, string> = {};        // the filter boxes' text, by data-role
   private sig = "";
   private runs: RunsResponse | null = null;
 
@@ -140,29 +146,49 @@ export class Picker {
     const role = (n: string) => `${side}-${n}`;
 
     const runSel = h("select", {"data-role": role("run"), "aria-label": `${LABEL[side]} run`}) as HTMLSelectElement;
-    runSel.append(h("option", {value: ""}, runs.length ? "— choose a run —" : "no runs found"));
-    for (const r of runs) {
+    const runOpts: PickOption[] = runs.map((r) => {
       const bad = r.workers.length > 0 && r.workers.every((x) => !selectable(x));
-      runSel.append(option(r.name, `${r.name} · ${runDevices(r)}${bad ? " · unreadable" : ""}`, RUN_CHARS));
-    }
-    if (sel && !run) runSel.append(option(runName ?? "", `${runName} (missing)`, RUN_CHARS));
-    runSel.value = runName ?? "";
-    titleFollows(runSel);
-    runSel.addEventListener("change", () => {
-      const r = runs.find((x) => x.name === runSel.value);
+      return {value: r.name, full: `${r.name} · ${runDevices(r)}${bad ? " · unreadable" : ""}`};
+    });
+    const chooseRun = (name: string) => {
+      const r = runs.find((x) => x.name === name);
       const ok = r?.workers.find(selectable);
       this.pendingRun[side] = r ? r.name : null;
       this.handlers.onSide(side, ok ? {worker: ok.id, step: null} : null);
+    };
+    const runPick = filterPick(runSel, runOpts, runName ?? "", RUN_CHARS, "runs",
+                               runs.length ? "— choose a run —" : "no runs found",
+                               sel && !run ? [{value: runName ?? "", full: `${runName} (missing)`}] : [],
+                               this.query[role("run-filter")] ?? "", (q) => { this.query[role("run-filter")] = q; },
+                               role("run-filter"));
+    runPick.refill();
+    titleFollows(runSel);
+    runSel.addEventListener("change", () => chooseRun(runSel.value));
+    runPick.box?.addEventListener("keydown", (ev) => {
+      if (ev.key !== "Enter") return;
+      ev.preventDefault();
+      const o = runPick.first();
+      if (o) chooseRun(o.value);
     });
 
     const wSel = h("select", {"data-role": role("worker"), "aria-label": `${LABEL[side]} worker`,
                               disabled: !run}) as HTMLSelectElement;
-    if (!sel) wSel.append(h("option", {value: ""}, run ? "— no readable worker —" : "—"));
-    for (const x of run?.workers ?? []) wSel.append(option(x.id, workerText(x), WORKER_CHARS, !selectable(x) && x.id !== sel?.worker));
-    if (sel && !w) wSel.append(option(sel.worker, `${sel.worker.split("/").pop()} (missing)`, WORKER_CHARS));
-    wSel.value = sel?.worker ?? "";
+    const wOpts: PickOption[] = (run?.workers ?? []).map((x) => ({value: x.id, full: workerText(x),
+                                                                  disabled: !selectable(x) && x.id !== sel?.worker}));
+    const wPick = filterPick(wSel, wOpts, sel?.worker ?? "", WORKER_CHARS, "workers",
+                             sel ? null : (run ? "— no readable worker —" : "—"),
+                             sel && !w ? [{value: sel.worker, full: `${sel.worker.split("/").pop()} (missing)`}] : [],
+                             this.query[role("worker-filter")] ?? "", (q) => { this.query[role("worker-filter")] = q; },
+                             role("worker-filter"));
+    wPick.refill();
     titleFollows(wSel);
     wSel.addEventListener("change", () => this.handlers.onSide(side, wSel.value ? {worker: wSel.value, step: null} : null));
+    wPick.box?.addEventListener("keydown", (ev) => {
+      if (ev.key !== "Enter") return;
+      ev.preventDefault();
+      const o = wPick.first();
+      if (o) this.handlers.onSide(side, {worker: o.value, step: null});
+    });
 
     const steps = w?.steps ?? [];
     const sSel = h("select", {"data-role": role("step"), "aria-label": `${LABEL[side]} step`,
@@ -182,7 +208,8 @@ export class Picker {
     replace(this.cards[side],
             h("div", {class: "side-title"}, h("span", {class: "tag"}, LABEL[side]),
               w?.device ? h("span", {class: "dev"}, w.device) : null),
-            h("div", {class: "side-fields"}, field("Run", runSel, " f-run"), field("Worker / rank", wSel), field("Step", sSel)),
+            h("div", {class: "side-fields"}, field("Run", withBox(runSel, runPick.box, runPick.count), " f-run"),
+              field("Worker / rank", withBox(wSel, wPick.box, wPick.count), wPick.box ? " f-run" : ""), field("Step", sSel)),
             statusLine(w),
             others.length ? h("details", {class: "side-errors"},
               h("summary", {class: "err-text"}, `${others.length} worker${others.length > 1 ? "s" : ""} of this run cannot be read`),
@@ -197,7 +224,7 @@ export class Picker {
       return;
     }
     const runsBy = new Map((this.runs?.runs ?? []).map((r) => [r.name, r]));
-    replace(this.suggest, h("span", {class: "muted"}, "Suggested:"), ...pairs.map((p) => {
+    const chip = (p: Pair) => {
       const [b, t] = pairSides(this.runs, p) ?? [null, null];
       const active = !!b && !!t && st.base?.worker === b.worker && st.target?.worker === t.worker;
       const dev = (n: string) => {
@@ -209,6 +236,16 @@ export class Picker {
                           "aria-pressed": String(active), "data-pair": `${p.baseline}→${p.target}`,
                           onClick: () => { if (b && t) this.handlers.onPair(b, t); }},
                `${p.baseline}${dev(p.baseline)} → ${p.target}${dev(p.target)}`);
-    }));
+    };
+    const rest = pairs.slice(CHIPS_SHOWN);
+    const leftOff = this.runs?.pairs_left_off ?? 0;
+    const open = (this.suggest.querySelector("details.more-pairs") as HTMLDetailsElement | null)?.open ?? false;
+    replace(this.suggest, h("span", {class: "muted"}, "Suggested:"), ...pairs.slice(0, CHIPS_SHOWN).map(chip),
+            rest.length ? h("details", {class: "more-pairs", open},
+                            h("summary", null, `${fmtCount(rest.length)} more`), h("div", {class: "suggest"}, ...rest.map(chip)))
+                        : null,
+            leftOff ? h("span", {class: "muted", "data-role": "pairs-left-off",
+                                 title: "Each run is in at most a few suggestions and the list is bounded; type in a run box to find any run"},
+                        `(${fmtCount(leftOff)} further candidates not listed)`) : null);
   }
 }

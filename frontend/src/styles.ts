@@ -58,6 +58,14 @@ table.t th.grp.tgt{border-bottom-color:var(--tgt)}
 .chip{border:1px solid var(--line);background:var(--surface);border-radius:14px;padding:3px 10px}
 .chip:hover{background:var(--sel-bg)}
 .chip.active{background:var(--sel-bg);border-color:var(--accent)}
+.pick{display:flex;flex-direction:column;gap:3px;min-width:0}
+.pick-row{display:flex;gap:6px;align-items:center}
+.pick-row .pick-filter{flex:1;min-width:0}
+.pick-count{font-size:11px;white-space:nowrap}
+.more-pairs{display:inline-block}
+.more-pairs>summary{cursor:pointer;color:var(--link)}
+.more-pairs[open]{display:block;flex-basis:100%}
+.more-pairs .suggest{margin-top:6px}
 .tabs{display:flex;gap:2px;border-bottom:1px solid var(--line);margin:14px 0 10px;flex-wrap:wrap}
 .tab{background:none;border:0;border-bottom:3px solid transparent;padding:8px 14px;color:var(--muted);font-weight:500;
 text-transform:uppercase;letter-spacing:.03em;font-size:12px}

@@ -39,6 +39,7 @@ export interface Env {
 export interface RunsResponse {
   runs: Run[];
   pairs?: Pair[];
+  pairs_left_off?: number;   // suggestions the server's bounds left off (issue 21)
   scanned_at?: number | null;
   error?: string | null;
   env?: Env;
