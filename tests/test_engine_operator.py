@@ -95,6 +95,20 @@ def test_align_is_a_valid_optimal_alignment(a, b):
     ai, bi = A.align(a, b)
     _check_alignment(a, b, ai, bi)
     assert int(((ai >= 0) & (bi >= 0)).sum()) == _lcs_len(a, b)   # small problems are exact LCS
+    # swapping the sides pairs the same items (a tie between two LCS, e.g. ab / ba, is not
+    # broken by which side comes first; test_properties' swap property relies on it)
+    ri, rj = A.align(b, a)
+    both, rboth = (ai >= 0) & (bi >= 0), (ri >= 0) & (rj >= 0)
+    assert sorted(zip(ai[both].tolist(), bi[both].tolist())) == sorted(zip(rj[rboth].tolist(), ri[rboth].tolist()))
+
+
+def test_align_tie_does_not_depend_on_the_side_order():
+    """Regression (test_properties' swap property): two equally long module lists with two
+    equally long LCS paired different modules depending on which side was the baseline."""
+    a, b = ["B0", "Opt", "B2", "B0", "B1"], ["B0", "B1", "B2", "Opt", "B1"]
+    pairs = lambda ai, bi: sorted((int(i), int(j)) for i, j in zip(ai, bi) if i >= 0 and j >= 0)
+    fwd, rev = pairs(*A.align(a, b)), pairs(*A.align(b, a))
+    assert fwd == sorted((j, i) for i, j in rev) and len(fwd) == 3
 
 
 @settings(max_examples=40, deadline=None)

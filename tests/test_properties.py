@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, Phase, assume, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from tb_compare_plugin.comparison import Comparison
@@ -346,10 +346,10 @@ def _rows(x) -> list:
     return x.to_dict("records") if hasattr(x, "to_dict") and not isinstance(x, dict) else list(x)
 
 
-# Which of several equal-named ops gets paired is a tie in the alignment (engines/align.py,
-# ``_lcs_dp`` skips a baseline item first), so it can change with the side order; for the pair
-# tables only what does not depend on that choice is compared: the rows by status and names,
-# and each side's totals.
+# Which of several equal-named ops gets paired is a tie in the alignment: the exact LCS of small
+# problems breaks it the same way whichever side is the baseline (engines/align.py ``_lcs_dp``),
+# the anchored / greedy matching of large ones (not drawn here) need not; the pair tables compare
+# only what does not depend on that choice: the rows by status and names, and each side's totals.
 PAIR_KEYS = {"operator pairs": ("b_name", "t_name", "status", "phase"),
              "memory pairs": ("b_name", "t_name", "status")}
 PAIR_SUMS = {"operator pairs": ("b_device_us", "t_device_us", "diff_us"),
@@ -404,12 +404,7 @@ def segment_tie(a, b) -> bool:
     return bool(sa and sb and sa[0][0] != sb[0][0] and len(sa) == len(sb))
 
 
-@pytest.mark.xfail(strict=False, reason=(
-    "KNOWN BUG, open: since this session's changes hypothesis sometimes finds a synthetic pair whose "
-    "swapped comparison does not negate every table (seen twice in full runs, not yet shrunk to the "
-    "table at fault); kept running so the failure stays visible in the report"))
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow],
-          phases=[Phase.explicit, Phase.reuse, Phase.generate])    # no minutes-long shrink while known-bad
+@SLOW
 @given(trace_specs, trace_specs)
 def test_swapping_sides_negates_every_diff(spec_a, spec_b):
     a, b = load_trace(build_trace(spec_a)), load_trace(build_trace(spec_b))

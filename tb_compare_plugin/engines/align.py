@@ -32,15 +32,26 @@ MAX_DEPTH = 48              # anchoring rounds before a still-large gap goes gre
 
 
 def encode(a: Sequence, b: Sequence) -> tuple[np.ndarray, np.ndarray]:
-    """Integer codes for two key sequences over their joint alphabet."""
+    """Integer codes for two key sequences over their joint alphabet, in sorted key order when the
+    keys are comparable, so that the codes do not depend on which sequence comes first (the exact
+    LCS breaks a tie between equal-length sequences by comparing their codes)."""
     na = len(a)
     if na + len(b) < 2048:      # small (the common case: module children): a dict is faster
-        lut: dict = {}
-        codes = np.fromiter((lut.setdefault(x, len(lut)) for x in list(a) + list(b)),
-                            dtype=np.int64, count=na + len(b))
+        both = list(a) + list(b)
+        uniq = set(both)
+        try:
+            lut = {k: i for i, k in enumerate(sorted(uniq))}
+        except TypeError:       # keys of mixed types: first-seen order
+            lut = {}
+            for x in both:
+                lut.setdefault(x, len(lut))
+        codes = np.fromiter((lut[x] for x in both), dtype=np.int64, count=na + len(b))
         return codes[:na], codes[na:]
     both = pd.Series(list(a) + list(b), dtype=object)
-    codes, _ = pd.factorize(both, use_na_sentinel=False)
+    try:
+        codes, _ = pd.factorize(both, sort=True, use_na_sentinel=False)
+    except TypeError:
+        codes, _ = pd.factorize(both, use_na_sentinel=False)
     codes = codes.astype(np.int64)
     return codes[:na], codes[na:]
 
@@ -110,8 +121,11 @@ def match_pairs(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _lcs_dp(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Exact LCS (earliest matches preferred); rows run over the shorter sequence."""
-    if len(x) > len(y):
+    """Exact LCS (earliest matches preferred); rows run over the shorter sequence, of two equally
+    long ones over the smaller by code (lexicographic).  A tie between two LCS is broken by
+    skipping a row item first, so which sequence gives the rows must not depend on the argument
+    order: swapping baseline and target then pairs the same items."""
+    if len(x) > len(y) or (len(x) == len(y) and x.tolist() > y.tolist()):
         ib, ia = _lcs_dp(y, x)
         return ia, ib
     n, m = len(x), len(y)

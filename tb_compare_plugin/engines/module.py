@@ -404,8 +404,10 @@ def compare_modules(base, target, options: Options | None = None, trees=None, di
     ts = build_modules(target, ttree, step=opts.target_step)
     mapper = NameMapper.for_profiles(base, target, opts.op_name_map)
     pairs = match_modules(bs, ts, mapper, opts)
-    codes: dict = {}                                   # op matching key -> int, shared by both sides
-    bkey, tkey = ([codes.setdefault(k, len(codes)) for k in mapper.keys(s.slot_name.tolist())] for s in (bs, ts))
+    bnames, tnames = (mapper.keys(s.slot_name.tolist()) for s in (bs, ts))
+    # op matching key -> int, shared by both sides, in key order (not side order: see align.encode)
+    codes = {k: i for i, k in enumerate(sorted(set(bnames) | set(tnames)))}
+    bkey, tkey = ([codes[k] for k in names] for names in (bnames, tnames))
     pb = np.array([-1 if b is None else b for b, _ in pairs], np.int64)
     pt = np.array([-1 if t is None else t for _, t in pairs], np.int64)
     rows = rows_frame(bs, ts, pb, pt, *_row_layout(bs, ts, pairs, bkey, tkey, opts.disable_details))
