@@ -9,7 +9,8 @@ DDP on 2 ranks, rank 0 written) traced for two training steps on three "machines
 * ``target_npu_v2/rank0_ascend_pt/``           the same NPU job on a newer software stack.
 
 Beside it, ``msprof_tf/baseline/`` and ``msprof_tf/target/``: an msprof CANN export of a
-TensorFlow-like job (``gen/msprof_cann.py``).
+TensorFlow-like job (``gen/msprof_cann.py``); ``graph_mode/`` (``gen/graph_mode.py``); ``mindspore/baseline/`` and
+``mindspore/target/``: a MindSpore 2.x text export pair (``gen/mindspore.py``, figures in ``mindspore_expected.json``).
 
 Every byte is produced here, deterministically (no clock, no randomness):
 ``python samples/make_samples.py [--out DIR]`` rewrites everything under samples/ except this
@@ -34,6 +35,7 @@ from gen.ascend_text import NpuExport  # noqa: E402 - after the path set-up abov
 from gen.expected import METRICS, build, expected  # noqa: E402
 from gen.graph_mode import write_graph_pair  # noqa: E402
 from gen.kineto import write_gpu  # noqa: E402
+from gen.mindspore import write_mindspore_pair  # noqa: E402
 from gen.msprof_cann import write_all as write_msprof  # noqa: E402
 
 
@@ -51,6 +53,8 @@ def main(argv=None):
     (out / "expected.json").write_text(json.dumps(exp, indent=1) + "\n", encoding="utf-8", newline="")
     graph = write_graph_pair(out)       # the graph-mode pair (gen/graph_mode.py) and its own figures
     (out / "graph_expected.json").write_text(json.dumps(graph, indent=1) + "\n", encoding="utf-8", newline="")
+    ms = write_mindspore_pair(out)      # the MindSpore pair (gen/mindspore.py) and its own figures
+    (out / "mindspore_expected.json").write_text(json.dumps(ms, indent=1) + "\n", encoding="utf-8", newline="")
     print(f"{'figure (ms, capture)':28s}" + "".join(f"{k:>16s}" for k in runs))
     for m in METRICS:
         print(f"{m:28s}" + "".join(f"{runs[k].figs['total'][m + '_ms']:16.3f}" for k in runs))

@@ -107,6 +107,8 @@ export interface TablePage {
   sort?: string | null;      // the order the server applied (its default when none was asked)
   order?: string | null;
   figures?: Figures | null;  // the per-step choice the figures follow (null: per-call figures)
+  note?: string;             // what the table is made of, when it is not the usual (e.g. a MindSpore scope tree)
+  notes?: string[];          // why a side has nothing in this view
 }
 
 /** What a comparison's totals were divided by (docs/api.md `figures`). */

@@ -34,6 +34,15 @@ function figuresNote(page: TablePage, ctx: ViewCtx): HTMLElement | null {
                                     f.per_step ? "Show whole-capture totals" : "Show per-step figures") : null);
 }
 
+/** The page's own notes: what the table is made of (`note`) and why a side is empty (`notes`). */
+function pageNotes(page: TablePage): HTMLElement | null {
+  const notes = [page.note, ...(Array.isArray(page.notes) ? page.notes : [])]
+    .filter((n): n is string => typeof n === "string" && !!n);
+  if (!notes.length) return null;
+  return h("div", {class: "notice", role: "note", "data-role": "table-notes"},
+           h("ul", {class: "notes"}, ...notes.map((n) => h("li", null, n))));
+}
+
 export function progressBox(what: string, l: Loading | null): HTMLElement {
   const p = l?.progress;
   const pct = isNum(p) ? Math.round(p * 100) : null;
@@ -100,7 +109,7 @@ export async function showTable(host: HTMLElement, spec: TableSpec, ctx: ViewCtx
     diffTypes.set(route, dc?.type ?? "");
     if (!known && query.minDiff && (MIN_DIFF_SCALE[dc?.type ?? ""] ?? 1) !== 1) first = await get(query, () => undefined);
     if (!ctx.alive()) return;
-    replace(host, figuresNote(first, ctx), pagedTable({label: spec.label, query, tree: !!spec.tree, jump: ctx.jump, extra: spec.extra,
+    replace(host, figuresNote(first, ctx), pageNotes(first), pagedTable({label: spec.label, query, tree: !!spec.tree, jump: ctx.jump, extra: spec.extra,
                               diffUnit: dc ? UNIT[dc.type] ?? "" : "", onQuery,
                               diffLabel: dc && named ? dc.label.replace(/\s*\([^)]*\)\s*$/, "") : "",
                               fetchPage: (q) => get(q, () => undefined)}, first));

@@ -81,8 +81,11 @@ def _sub(d: object, *keys: str) -> dict:
 
 
 def _level_of(info: object) -> str | None:
+    """torch_npu's config.experimental_config._profiler_level, else MindSpore's
+    profiler_parameters.profiler_level."""
     if isinstance(info, dict):
-        lvl = _sub(info, "config", "experimental_config").get("_profiler_level")
+        lvl = (_sub(info, "config", "experimental_config").get("_profiler_level")
+               or _sub(info, "profiler_parameters").get("profiler_level"))
         return str(lvl) if lvl else None
     return None
 

@@ -69,7 +69,7 @@ def overview_table(payload: dict, wide: bool = False, color: bool = False) -> st
     if mb or mt:
         d = (mt or 0) - (mb or 0)
         lines.append(f"{'Mem Usage (peak reserved, GB)':<{name_w}}{_num(mb):>12}{_num(mt):>12}{_num(d):>12}"
-                     f"{(_ratio(mt / mb) if mb else '-'):>8}")
+                     f"{(_ratio(mt / mb) if mb and mt is not None else '-'):>8}")
     bw = payload.get("bandwidth") or {}
     for key, label in (("sdma_gbps", "SDMA Bandwidth (GB/s)"), ("rdma_gbps", "RDMA Bandwidth (GB/s)")):
         vb, vt = (bw.get("baseline") or {}).get(key), (bw.get("target") or {}).get(key)

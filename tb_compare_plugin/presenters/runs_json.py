@@ -7,6 +7,7 @@ from .run_pairs import run_device, suggest_pairs, suggest_pairs_counted  # noqa:
 
 
 def worker_payload(spec, store) -> dict:
+    from ..engines.module import has_modules        # engines import pandas: only once a worker is listed
     st = store.status(spec)
     prof = store.loaded(spec)
     status, error = st["status"], st["error"]
@@ -29,7 +30,7 @@ def worker_payload(spec, store) -> dict:
     if prof is not None:
         out["device"] = prof.meta.device
         out["steps"] = prof.step_ids()
-        out["has"] = prof.has()
+        out["has"] = dict(prof.has(), modules=has_modules(prof))   # nn.Module events, or a scope tree
         if prof.meta.rank is not None:
             out["rank"] = prof.meta.rank
         if prof.meta.warnings:
