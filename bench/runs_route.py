@@ -5,13 +5,15 @@ calls first).
 
 Per N it reports, for the TensorBoard process: the first answer (TensorBoard started, first scan
 waited for), then the median of ``--repeat`` further answers (the scan is done: this is the
-listing's own cost, ``runs_payload`` with the suggested pairs), the answer's size, its run and
+listing's own cost, ``runs_payload`` with the suggested pairs, which are kept while their inputs
+do not change), the answer's size, its run and
 pair counts, and the process's peak RSS (``VmHWM`` of /proc, read before it is stopped). A
 watchdog stops TensorBoard above ``--max-rss-mb`` or when an answer takes over ``--timeout`` s
 (the machine is shared); such a size is reported as ``failed`` with the reason.
 
 With ``--service`` it also times the presenter alone in this process (``runs_payload`` over a
-scanned snapshot: the function the route calls), without HTTP or JSON encoding.
+scanned snapshot: the function the route calls), without HTTP, path rewriting or JSON encoding:
+cold (the kept suggestions dropped first), repeated, and the suggestions alone, cold.
 
     python -m bench.runs_route --runs 100,1000,10000 --repeat 3
     python -m bench.runs_route --runs 5000 --repeat 3 --service
@@ -148,23 +150,34 @@ def measure_tensorboard(logdir: Path, repeat: int, timeout: float, max_rss_mb: f
 
 
 def measure_service(logdir: Path, repeat: int) -> dict:
-    """``runs_payload`` (what the route calls) over one scan of the logdir, in this process."""
+    """``runs_payload`` (what the route calls) over one scan of the logdir, in this process:
+    cold (the suggestions computed: their kept answer dropped first) and repeated (kept)."""
     from tb_compare_plugin.discovery.scanner import Snapshot
     from tb_compare_plugin.discovery.walk import find_runs
+    from tb_compare_plugin.presenters import run_pairs
     from tb_compare_plugin.presenters.runs_json import runs_payload
     from tb_compare_plugin.service.compare import CompareService
     t0 = time.perf_counter()
     snap = Snapshot(find_runs(str(logdir)), time.time())
     scan_s = time.perf_counter() - t0
     svc = CompareService(str(logdir))
-    times = []
+    cold, warm, pairs_s = [], [], []
     for _ in range(repeat):
+        run_pairs._last = (None, [], 0)
         t0 = time.perf_counter()
         body = runs_payload(snap, svc.profiles)
-        times.append(time.perf_counter() - t0)
+        cold.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        runs_payload(snap, svc.profiles)
+        warm.append(time.perf_counter() - t0)
+        run_pairs._last = (None, [], 0)
+        t0 = time.perf_counter()
+        run_pairs.suggest_pairs_counted(body["runs"])
+        pairs_s.append(time.perf_counter() - t0)
     svc.close()
-    return {"scan_s": round(scan_s, 3), "payload_s_median": round(statistics.median(times), 4),
-            "pairs": len(body["pairs"])}
+    return {"scan_s": round(scan_s, 3), "payload_cold_s_median": round(statistics.median(cold), 4),
+            "payload_repeat_s_median": round(statistics.median(warm), 4),
+            "suggestions_cold_s_median": round(statistics.median(pairs_s), 4), "pairs": len(body["pairs"])}
 
 
 def main(argv=None) -> int:
