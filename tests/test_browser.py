@@ -223,6 +223,44 @@ def test_overview_shows_the_planted_regressions(tab):
     wait_for(lambda: tab.f.locator(f"{CONTENT} table.metrics tr.detail").count() == 0, 20)
 
 
+def _hints(tab) -> list[tuple[str, str, float]]:
+    """The overview's hints as shown: (metric, verdict class, signed ms) in order (memory left out)."""
+    items = tab.f.locator(f"{CONTENT} ul.hints[aria-label='Biggest differences'] li")
+    items.first.wait_for(timeout=60000)
+    out = []
+    for li in items.all():
+        name, text = li.get_attribute("data-metric"), li.locator("span").first.inner_text()
+        if "ms" in text:
+            out.append((name, li.get_attribute("class"), float(text.split(" ms")[0].replace(",", "").replace("\u2212", "-"))))
+    return out
+
+
+def test_hints_lead_with_the_largest_regression(tab):
+    """Issue 21 §7: the hints lead with the regressions (the target slower), largest first, then the
+    improvements.  target_npu -> target_npu_v2 (samples/README #5-#7): fc1 back to GPU speed
+    (Matmul -2.4 ms) and a faster all-reduce (-1.8 ms) are the larger moves, yet the slower
+    LayerNorms (#6, Vector (No Trans) +1.35 ms) lead."""
+    tab.open(pair_hash(TARGET, TARGET2))
+    e2e = expected()["diffs"]["target_npu_v2 - target_npu"]["total"]["e2e_us"] / 1000
+    wait_for(lambda: tab.metric_is("E2E Time", 5, e2e), 60)
+    hints = _hints(tab)
+    classes = [c for _, c, _ in hints]
+    assert classes[0] == "worse" and hints[0][0].startswith("Vector"), hints
+    assert close(hints[0][2], planted(6)["capture_us"] / 1000, 0.01), hints
+    assert any(n.startswith("Matmul") and c == "better" for n, c, _ in hints), hints
+    assert classes == sorted(classes, key=lambda c: c != "worse"), hints      # every regression before any improvement
+    worse = [abs(d) for _, c, d in hints if c == "worse"]
+    better = [abs(d) for _, c, d in hints if c != "worse"]
+    assert worse == sorted(worse, reverse=True) and better == sorted(better, reverse=True), hints
+    # GPU -> NPU: regressions only lead too, largest first
+    tab.open(pair_hash(BASE, TARGET))
+    e2e = expected()["diffs"]["target_npu - baseline_gpu"]["total"]["e2e_us"] / 1000
+    wait_for(lambda: tab.metric_is("E2E Time", 5, e2e), 60)
+    hints = _hints(tab)
+    assert hints[0][1] == "worse" and hints[0][2] == max(d for _, c, d in hints if c == "worse"), hints
+    assert [c for _, c, _ in hints] == sorted((c for _, c, _ in hints), key=lambda c: c != "worse"), hints
+
+
 def test_cached_second_load_keeps_the_pair(tab, capsys):
     t0 = time.perf_counter()
     tab.page.reload()

@@ -147,18 +147,30 @@ function isAncestor(rows: MetricRow[], a: number, b: number): boolean {   // a a
 /**
  * The biggest differences, each pointing at the view that explains it. A row whose difference
  * is larger than its top-level part's (a group total that is mostly overlapped, transmit inside
- * an uncovered time) does not explain the E2E change and is left out; of a parent and a child
+ * an uncovered time) does not explain the E2E change and is left out, unless the part's rows add
+ * up to it (then moves the other way offset it: a slower Vector inside a faster Computing Time
+ * is a regression to show); of a parent and a child
  * with the same difference the child (more specific) is kept, unless the parent is a top-level part.
+ * The list leads with the regressions (the target slower), largest first, then the improvements:
+ * the six largest moves, with the largest regression always among them.
  */
 function hints(rows: MetricRow[], e2e: MetricRow | undefined, ctx: OverviewCtx): HTMLElement | null {
   const scale = e2e ? Math.max(dur(e2e, "baseline"), dur(e2e, "target")) : 0;
   const tops = topOf(rows);
   const abs = (r: MetricRow) => Math.abs(r.diff_ms as number);
+  // a top-level part whose first-level rows add up to it (Computing Time = Matmul + Vector + ...): a
+  // row moving more than the part is then real, offset by others moving the other way
+  const partSums = new Map<MetricRow, number>();
+  rows.forEach((r, i) => {
+    if (depthOf(r) === 1 && isNum(r.diff_ms)) partSums.set(tops[i], (partSums.get(tops[i]) ?? 0) + r.diff_ms);
+  });
+  const addsUp = (t: MetricRow) => isNum(t.diff_ms) && partSums.has(t) &&
+    Math.abs((partSums.get(t) as number) - t.diff_ms) <= Math.max(Math.abs(t.diff_ms) * 0.02, 0.0005);
   const idx = rows.map((_, i) => i).filter((i) => {
     const r = rows[i];
     if (isE2E(r) || !isNum(r.diff_ms) || abs(r) === 0 || (scale && abs(r) < scale * 0.005)) return false;
     const t = tops[i];
-    return !(t !== r && isNum(t?.diff_ms) && isTime(t) && abs(r) > Math.abs(t.diff_ms) * 1.02 + 1e-9);
+    return !(t !== r && isNum(t?.diff_ms) && isTime(t) && abs(r) > Math.abs(t.diff_ms) * 1.02 + 1e-9 && !addsUp(t));
   }).sort((a, b) => (Math.round(abs(rows[b]) * 1e6) - Math.round(abs(rows[a]) * 1e6)) ||
                     (depthOf(rows[b]) - depthOf(rows[a])));
   const chosen: number[] = [];
@@ -181,9 +193,14 @@ function hints(rows: MetricRow[], e2e: MetricRow | undefined, ctx: OverviewCtx):
       continue;
     }
     chosen.push(i);
-    if (chosen.length >= 6) break;
   }
-  const items: HTMLElement[] = chosen.map((i) => {
+  const worse = (i: number) => verdict(rows[i].diff_ms, "diff", higherIsBetter(rows[i].name)) === "worse";
+  const shown = chosen.slice(0, 6);                   // chosen is largest first
+  const firstWorse = chosen.find(worse);
+  if (firstWorse !== undefined && !shown.includes(firstWorse)) shown[shown.length - 1] = firstWorse;
+  // regressions first, then the rest; each part keeps the largest-first order
+  const ordered = [...shown.filter(worse), ...shown.filter((i) => !worse(i))];
+  const items: HTMLElement[] = ordered.map((i) => {
     const r = rows[i];
     const rule = HINTS.find((x) => x.re.test(r.name));
     const v = verdict(r.diff_ms, "diff", higherIsBetter(r.name));
