@@ -3,17 +3,32 @@
 
 Prints the overview table, optionally writes the whole result as JSON (`--json`), and
 exits 0 on success, non-zero with one line on stderr on any failure (no traceback
-unless --debug), so CI can rely on it.  SIGTERM or SIGINT stops it with exit 128 + the signal's
-number and one line, leaving no parser process, scratch folder or half-written cache entry.
+unless --debug), so CI can rely on it.  SIGTERM or SIGINT, at any moment, stops it within two
+seconds with exit 128 + the signal's number and one line, leaving no parser process, scratch
+folder, semaphore or half-written cache entry (docs/files.md).
 """
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import signal
 import sys
-import threading
+
+
+def _stopped_early(signum, frame) -> None:
+    """SIGINT / SIGTERM before ``main`` took over (while Python imports what it needs): nothing
+    is started yet, so there is nothing to clean up."""
+    os.write(2, f"tb-compare: interrupted ({signal.Signals(signum).name})\n".encode())
+    os._exit(128 + signum)
+
+
+if __name__ == "__main__" or os.path.basename(sys.argv[0] or "") == "tb-compare":  # the program itself
+    for _sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(_sig, _stopped_early)
+
+import argparse  # noqa: E402 - after the early handlers: a Ctrl-C while importing is a clean stop
+import json  # noqa: E402
+import threading  # noqa: E402
+import time  # noqa: E402
 
 from .cli_common import EXIT_FAIL, EXIT_OK, EXIT_USAGE, CliError, Progress  # noqa: F401 - shared with cli_cluster
 from .cli_common import write_output
@@ -286,16 +301,61 @@ class Stopped(KeyboardInterrupt):
         self.signum = signum
 
 
+STOP_GRACE_SECONDS = 1.5     # after a stop signal, the most the orderly way out may take
+# "signum": the stop signal received (None: none yet); "said": its line is printed; "raise": the
+# main thread is inside the run (a stop unwinds it); "over": the program's run is over and Python
+# is tearing down (a stop leaves at once)
+_STATE: dict = {"signum": None, "said": False, "raise": False, "over": False}
+
+
+def _say_stopped(signum: int) -> None:
+    """The one line a stop prints (once, whoever gets there first)."""
+    if not _STATE["said"]:
+        _STATE["said"] = True
+        try:
+            os.write(2, f"tb-compare: interrupted ({signal.Signals(signum).name})\n".encode())
+        except OSError:
+            pass
+
+
 def _on_stop(signum, frame) -> None:
     """SIGTERM / SIGINT: kill the parser processes at once (their waiting threads then delete
     what the children left half-written), and unwind the main thread.  Further signals are
-    ignored while that cleanup runs; it takes well under a second."""
+    ignored while that cleanup runs; it takes well under a second.  Should it not end within
+    ``STOP_GRACE_SECONDS`` (the exception swallowed somewhere, a thread that will not end), a
+    watchdog does the cleanup itself and exits."""
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    first = _STATE["signum"] is None
+    if first:
+        _STATE["signum"] = signum
     pp = sys.modules.get("tb_compare_plugin.service.parsepool")     # no import in a signal handler
-    if pp is not None:
-        pp.abort_all()
-    raise Stopped(signum)
+    abort_all = getattr(pp, "abort_all", None)                      # (None while it is imported)
+    if abort_all is not None:
+        abort_all()
+    if _STATE["over"]:
+        _exit_now(_STATE["signum"])
+    if first:
+        threading.Thread(target=_watchdog, name="tb-compare-stop", daemon=True).start()
+    if _STATE["raise"]:
+        raise Stopped(_STATE["signum"])
+
+
+def _watchdog() -> None:
+    time.sleep(STOP_GRACE_SECONDS)
+    _exit_now(_STATE["signum"])
+
+
+def _exit_now(signum: int) -> None:
+    """Leave now: kill the parser processes, delete what they left half-written, remove this
+    process's scratch folders and semaphores, print the line, exit 128 + ``signum``."""
+    pp = sys.modules.get("tb_compare_plugin.service.parsepool")
+    try:
+        if getattr(pp, "stop_now", None) is not None:
+            pp.stop_now()
+    finally:
+        _say_stopped(signum)
+        os._exit(128 + signum)
 
 
 def _install_stop_handlers() -> dict:
@@ -305,33 +365,80 @@ def _install_stop_handlers() -> dict:
 
 
 def main(argv=None) -> int:
-    argv = sys.argv[1:] if argv is None else list(argv)
-    runner = run
-    if argv[:1] == ["cluster"]:       # the subcommand (a folder named cluster: ./cluster)
-        from . import cli_cluster
-        args = cli_cluster.build_parser().parse_args(argv[1:])
-        runner = cli_cluster.run
-    else:
-        args = build_parser().parse_args(argv)
-    _quiet_stderr(args.debug)
-    previous = _install_stop_handlers()
+    """The command.  ``argv`` None: the program's own arguments; then the stop handlers stay
+    installed after the run, so a stop signal while Python tears down exits at once too."""
+    program = argv is None
+    _STATE.update(signum=None, said=False, over=False)
+    previous = _install_stop_handlers()         # first: a Ctrl-C from here on is a clean stop
+    code = None
+    try:
+        code = _main(sys.argv[1:] if argv is None else list(argv))
+    finally:
+        if _STATE["signum"] is not None:        # stopped, whatever the run answered
+            _say_stopped(_STATE["signum"])
+            code = 128 + _STATE["signum"]
+            if program:
+                _leave(code)
+        if program and code is not None:
+            _STATE["over"] = True
+        else:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+    return code
+
+
+def _leave(code: int) -> None:
+    """After a stop, the program's way out: wait (briefly) for the threads still stopping, run
+    the exit hooks (they remove the scratch folders and unlink the semaphores), and exit without
+    Python's teardown of every module it imported: 0.1 s on an idle machine, most of a second on
+    a busy one, for nothing.  Signals stay ignored: a second Ctrl-C never interrupts this."""
+    deadline = time.monotonic() + 0.5
+    for t in threading.enumerate():
+        if t is not threading.current_thread() and not t.daemon:
+            t.join(max(0.0, deadline - time.monotonic()))
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError, AttributeError):
+            pass
+    import atexit
+    try:
+        atexit._run_exitfuncs()
+    finally:
+        os._exit(code)
+
+
+def _main(argv: list) -> int:
+    args = None
     limit_env = os.environ.get("TB_COMPARE_MAX_EXPANDED_MB")    # run() may set it for its children
     try:
-        return runner(args)
-    except KeyboardInterrupt as e:
-        signum = getattr(e, "signum", signal.SIGINT)
-        print(f"tb-compare: interrupted ({signal.Signals(signum).name})", file=sys.stderr)
-        return 128 + signum
+        _STATE["raise"] = True          # from here, a stop signal unwinds this thread ...
+        try:
+            runner = run
+            if argv[:1] == ["cluster"]:       # the subcommand (a folder named cluster: ./cluster)
+                from . import cli_cluster
+                args = cli_cluster.build_parser().parse_args(argv[1:])
+                runner = cli_cluster.run
+            else:
+                args = build_parser().parse_args(argv)
+            _quiet_stderr(args.debug)
+            return runner(args)
+        finally:
+            _STATE["raise"] = False     # ... up to here (main then sees it was stopped)
+    except KeyboardInterrupt as e:      # main prints the line
+        if _STATE["signum"] is None:    # not through our handler (main called off the main thread)
+            _STATE["signum"] = getattr(e, "signum", signal.SIGINT)
+        return 128 + _STATE["signum"]
     except Exception as e:  # noqa: BLE001 - one line, never a traceback
-        if args.debug:
+        if _STATE["signum"] is not None:      # the stop made it fail ("stopped before ..."): main says so
+            return EXIT_FAIL
+        if args is not None and args.debug:
             raise
         from .service.loading import user_message
         msg = str(e) if isinstance(e, CliError) else user_message(e)
         print(f"tb-compare: error: {' '.join(msg.split())}", file=sys.stderr)
         return EXIT_FAIL
     finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
         if limit_env is None:           # main() called in-process (tests, scripts) leaves no limit behind
             os.environ.pop("TB_COMPARE_MAX_EXPANDED_MB", None)
         else:

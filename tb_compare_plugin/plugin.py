@@ -39,6 +39,23 @@ def export_dir(flag: str, logdir: str) -> str:
     return d
 
 
+def _close_at_exit(plugin) -> None:
+    """Close ``plugin`` (if it still exists) when the interpreter exits, before Python waits for
+    the threads still running: TensorBoard's SIGTERM handler calls ``sys.exit`` and a Ctrl-C ends
+    its main thread, and then the parses under way are stopped (their children killed,
+    half-written cache entries deleted, scratch folders removed) instead of waited for."""
+    import weakref
+    from .service.parsepool import abort_all, stop_before_threads_join
+    ref = weakref.ref(plugin)
+
+    def close() -> None:
+        p = ref()
+        if p is not None:
+            p.close()
+        abort_all()                 # the cluster summaries' processes too
+    stop_before_threads_join(close)
+
+
 class ProfileComparePlugin(base_plugin.TBPlugin):
     plugin_name = PLUGIN_NAME
 
@@ -58,6 +75,8 @@ class ProfileComparePlugin(base_plugin.TBPlugin):
         from .service.cluster_jobs import ClusterJobs
         self._clusters = ClusterJobs(self._service.wait_seconds, self.dask_scheduler)
         self._paths = RelativePaths(self._logdir)      # how the tab sees paths: relative to the logdir
+        _close_at_exit(self)
+
 
     @property
     def _store(self):
@@ -65,7 +84,8 @@ class ProfileComparePlugin(base_plugin.TBPlugin):
 
     def close(self) -> None:
         """Stop the scanner thread, the service's pools and the parser processes (idempotent).
-        TensorBoard never calls it; tests and embedders that make plugins do."""
+        TensorBoard never calls it itself: :func:`_close_at_exit` makes it run when TensorBoard
+        exits (SIGTERM, Ctrl-C); tests and embedders that make plugins call it too."""
         self._scanner.stop()
         self._service.close()
         self._clusters.close()

@@ -8,11 +8,18 @@ exits; the parent maps the cached columns.  Progress travels through a tiny file
 dies (killed, out of memory) is reported in plain words and retried once, and its half-written
 cache entry is deleted.
 
-Stopping: :func:`abort_all` (the CLI calls it from its SIGTERM / SIGINT handler) kills every
-pool's children at once; the waiting ``parse`` calls then delete their half-written entries and
-raise, and ``shutdown`` removes the scratch folder.  Children ignore SIGINT: a Ctrl-C reaches
-the whole process group, and the parent is the one that decides what to stop.  The scratch
-folder is ``$TB_COMPARE_SCRATCH_DIR`` when set, else /dev/shm, else the system temp folder.
+Stopping: :func:`abort_all` (the CLI calls it from its SIGTERM / SIGINT handler; at interpreter
+exit it runs before Python waits for the parsing threads, so a TensorBoard told to stop does not
+wait for its parses) kills every pool's children at once; the waiting ``parse`` calls then delete
+their half-written entries and raise, and ``shutdown`` removes the scratch folder.
+:func:`stop_now` does all that at once for a caller about to ``os._exit``.  The parser processes
+never see SIGINT or SIGTERM: the fork server starts with both blocked, and every child inherits
+that.  A Ctrl-C or a SIGTERM reaches the whole process group, and the parent is the one that
+decides what to stop; a child that dies is then always a real death (killed, out of memory),
+never the user's Ctrl-C mistaken for one and retried.  The scratch folder is
+``$TB_COMPARE_SCRATCH_DIR`` when set, else /dev/shm, else the system temp folder; it and the
+pools' semaphores are named after this process (:mod:`.leftovers`), and the first pool of a
+process removes what killed processes left.
 
 Without a usable cache the child sends the profile back through the pipe instead; with
 ``TB_COMPARE_PROCESSES=0`` everything runs in the calling process.
@@ -40,6 +47,7 @@ from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 
 from ..loaders.errors import LoadError
+from . import leftovers
 
 log = logging.getLogger(__name__)
 _PRELOAD = ["numpy", "pandas", "msgspec", "tb_compare_plugin.cache", "tb_compare_plugin.formats.registry"]
@@ -85,17 +93,37 @@ def _start_forkserver_quietly() -> None:
     """Start the fork server (if it is not running) with the children's stderr file as its fd 2:
     every process it forks inherits that, so no child ever prints on the caller's stderr."""
     from multiprocessing import forkserver
-    if os.environ.get("TB_COMPARE_DEBUG"):
-        forkserver.ensure_running()
-        return
-    fd = _child_stderr_fd()
-    saved = os.dup(2)
+    leftovers.own_semaphore_names()
+    blocked = _block_stop_signals()
     try:
-        os.dup2(fd, 2)
-        forkserver.ensure_running()
-    finally:
-        os.dup2(saved, 2)
-        os.close(saved)
+        if os.environ.get("TB_COMPARE_DEBUG"):
+            forkserver.ensure_running()
+            return
+        fd = _child_stderr_fd()
+        saved = os.dup(2)
+        try:
+            os.dup2(fd, 2)
+            forkserver.ensure_running()
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+    finally:                # last: a signal that came meanwhile is handled now, fd 2 restored
+        if blocked is not None:
+            signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+
+
+_STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM}
+
+
+def _block_stop_signals():
+    """Block SIGINT and SIGTERM in this thread (the previous mask; None where it cannot).  A
+    process started meanwhile (the fork server) inherits the mask, through ``exec`` too, and so
+    does every parser process it forks: a Ctrl-C sent to the whole process group never kills a
+    child behind the parent's back (the parent kills them when it decides to stop)."""
+    try:
+        return signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)
+    except (AttributeError, OSError, ValueError):
+        return None
 
 
 def processes_enabled() -> bool:
@@ -105,10 +133,66 @@ def processes_enabled() -> bool:
 _LIVE: "weakref.WeakSet[ParsePool]" = weakref.WeakSet()
 
 
+def _copy(items) -> list:
+    """``list(items)`` of a set another thread may change meanwhile (no lock: signal handlers)."""
+    for _ in range(5):
+        try:
+            return list(items)
+        except RuntimeError:          # "changed size during iteration"
+            continue
+    return []
+
+
 def abort_all() -> None:
     """Stop every pool of this process now (safe in a signal handler: takes no lock)."""
-    for pool in list(_LIVE):
+    for pool in _copy(_LIVE):
         pool.abort()
+
+
+def stop_now(wait: float = 0.3) -> None:
+    """For a caller about to ``os._exit`` (its own cleanup did not finish in time): kill every
+    pool's children, give them ``wait`` seconds to be gone, delete the half-written cache entries
+    of the parses under way, this process's scratch folders and semaphores."""
+    pools = _copy(_LIVE)
+    for pool in pools:
+        pool.abort()
+    deadline = time.monotonic() + wait
+    folders = set()
+    for pool in pools:
+        if isinstance(pool, ParsePool):
+            pool._wait_killed(deadline)
+            pool._discard_partials()
+            folders.add(os.path.dirname(pool._progress_dir))
+    leftovers.remove_own(folders, semaphores=True)
+
+
+def stop_before_threads_join(fn) -> None:
+    """Call ``fn`` when the interpreter exits, before it waits for the threads still running
+    (``threading._register_atexit``, as ``concurrent.futures`` does; registered after the
+    executors' own hooks, so it runs first: those wait for the work under way).  Without that,
+    an exit (TensorBoard's SIGTERM handler calls ``sys.exit``) waits for every parse to end."""
+    import concurrent.futures.process  # noqa: F401 - their exit hooks are registered on import
+    import concurrent.futures.thread  # noqa: F401
+    register = getattr(threading, "_register_atexit", None)
+    try:
+        if register is not None:
+            register(fn)
+        else:
+            atexit.register(fn)
+    except RuntimeError:              # already shutting down
+        pass
+
+
+_PROCESS_SETUP: list = []          # once per process: leftovers swept, exit hook registered
+
+
+def _process_setup(scratch_parent: str | None) -> None:
+    if _PROCESS_SETUP:
+        return
+    _PROCESS_SETUP.append(True)
+    leftovers.sweep([scratch_parent] if scratch_parent else [])
+    stop_before_threads_join(abort_all)
+    atexit.register(leftovers.remove_own, [scratch_parent] if scratch_parent else [])
 
 
 def _child_parse(fmt: str, root: str, fingerprint, cache_root: str | None, progress_path: str,
@@ -144,14 +228,18 @@ def _child_parse(fmt: str, root: str, fingerprint, cache_root: str | None, progr
 
 def _scratch_dir() -> str:
     """A private folder for progress files and hand-offs: in memory (/dev/shm) when possible,
-    where writing the columns and mapping them back costs less than pickling them through a pipe."""
+    where writing the columns and mapping them back costs less than pickling them through a pipe.
+    Named after this process (``tbc-pool-<pid>-…``); the first one of a process removes the
+    folders and semaphores of processes that were killed (:func:`.leftovers.sweep`)."""
     where = os.environ.get("TB_COMPARE_SCRATCH_DIR")
+    _process_setup(where or tempfile.gettempdir())
+    prefix = leftovers.pool_prefix()
     if where:
-        return tempfile.mkdtemp(prefix="tbc-pool-", dir=where)
+        return tempfile.mkdtemp(prefix=prefix, dir=where)
     try:
-        return tempfile.mkdtemp(prefix="tbc-pool-", dir="/dev/shm")
+        return tempfile.mkdtemp(prefix=prefix, dir=leftovers.SHM)
     except OSError:
-        return tempfile.mkdtemp(prefix="tbc-pool-")
+        return tempfile.mkdtemp(prefix=prefix)
 
 
 def _handoff_cache(root: str):
@@ -175,6 +263,7 @@ class ParsePool:
         self._progress_dir = _scratch_dir()
         self._aborted = False
         self._killed: list[int] = []
+        self._inflight: dict = {}          # progress file -> fingerprint, of the parses under way
         atexit.register(shutil.rmtree, self._progress_dir, True)
         _LIVE.add(self)
 
@@ -192,6 +281,7 @@ class ParsePool:
 
     def _executor(self) -> ProcessPoolExecutor:
         """A one-child executor for one parse attempt (registered, so ``abort`` can reach it)."""
+        leftovers.own_semaphore_names()
         ex = ProcessPoolExecutor(max_workers=1, mp_context=self._context(), max_tasks_per_child=1)
         with self._lock:
             self._live.add(ex)
@@ -217,14 +307,12 @@ class ParsePool:
         """Kill the parser processes now; every ``parse`` under way raises, no new one starts.
         Takes no lock (it runs in signal handlers, possibly while the lock is held)."""
         self._aborted = True
-        for ex in list(self._live):
+        for ex in _copy(self._live):
             self._killed += _kill_children(ex)
 
-    def _stopped(self, root: str, fingerprint) -> LoadError:
-        """After ``abort``: wait (briefly) until the killed children are gone, then delete the
-        half-written cache entry of ``fingerprint``."""
-        deadline = time.monotonic() + 5.0
-        for pid in self._killed:
+    def _wait_killed(self, deadline: float) -> None:
+        """Until ``deadline``: wait for the children ``abort`` killed to be gone."""
+        for pid in _copy(self._killed):
             while time.monotonic() < deadline:
                 try:
                     os.kill(pid, 0)
@@ -233,6 +321,17 @@ class ParsePool:
                 if _is_zombie(pid):
                     break
                 time.sleep(0.01)
+
+    def _discard_partials(self) -> None:
+        """Delete what the children of the parses under way left half-written in the cache."""
+        if self.cache is not None:
+            for fingerprint in _copy(self._inflight.values()):
+                self.cache.discard(fingerprint, partial_only=True)
+
+    def _stopped(self, root: str, fingerprint) -> LoadError:
+        """After ``abort``: wait (briefly) until the killed children are gone, then delete the
+        half-written cache entry of ``fingerprint``."""
+        self._wait_killed(time.monotonic() + 5.0)
         if self.cache is not None:
             self.cache.discard(fingerprint, partial_only=True)
         return LoadError(root, "stopped before this profile was read")
@@ -245,6 +344,7 @@ class ParsePool:
             raise LoadError(root, "stopped before this profile was read")
         fd, ppath = tempfile.mkstemp(dir=self._progress_dir)
         os.close(fd)
+        self._inflight[ppath] = fingerprint
         try:
             for attempt in range(retries + 1):
                 while not self._slots.acquire(timeout=0.25):
@@ -260,6 +360,8 @@ class ParsePool:
                     if ex is not None:
                         self._retire(ex, fut)
                     self._slots.release()
+                    if self._aborted and self.cache is not None:   # a child started as abort ran
+                        self.cache.discard(fingerprint, partial_only=True)
                 if kind is None:
                     continue
                 if kind == "cache":
@@ -271,6 +373,7 @@ class ParsePool:
                     return self._take_handoff(root, ppath)
                 return prof
         finally:
+            self._inflight.pop(ppath, None)
             self._drop_handoff(ppath)
             try:
                 os.unlink(ppath)
