@@ -12,6 +12,7 @@ from __future__ import annotations
 import glob
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -133,16 +134,15 @@ def gone_within(pids, seconds: float) -> list[int]:
 
 
 def half_written(cache_dir) -> list[str]:
-    """Temporary entries in the cache (a writer's folder or file not yet renamed into place), and
-    entry folders without their meta.json."""
+    """Temporary entries in the cache (a writer's folder or file not yet renamed into place:
+    dot-names), and profile entries (folders named by their 32-hex-digit key) without their
+    meta.json."""
     bad = []
     for dirpath, dirs, files in os.walk(cache_dir):
         bad += [os.path.join(dirpath, d) for d in dirs if d.startswith(".")]
         bad += [os.path.join(dirpath, f) for f in files if f.startswith(".tmp")]
-        top = os.path.dirname(dirpath)
-        if os.path.basename(top).startswith("v") and os.path.dirname(top) == str(cache_dir) \
-                and os.path.basename(dirpath) != "json" and not os.path.basename(dirpath).startswith(".") \
-                and "meta.json" not in files:
+        dirs[:] = [d for d in dirs if not d.startswith(".")]
+        if re.fullmatch(r"[0-9a-f]{32}", os.path.basename(dirpath)) and "meta.json" not in files:
             bad.append(dirpath)
     return bad
 
