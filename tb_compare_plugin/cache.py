@@ -14,12 +14,29 @@ finished overview) are keyed by :func:`code_hash` ``("results")`` as well: the p
 ``engines/``, ``analyses/``, ``presenters/``, ``comparison.py`` and ``service/``.  Each hash is
 computed once per process from the installed package's ``.py`` files (a few ms).
 
-Checked records (``get_record`` / ``put_record``: one rank's cluster summary, kind "summary"; a
-run's cluster JSON, kind "cluster") are JSON results that also carry their source fingerprint,
-the code hash of their kind and a checksum in a header line; opening one checks all three.
+Every entry is checked when it is opened, so the cache can change the speed, never a result.
+A profile entry's ``meta.json`` is a header line (the CRC-32 and length of the rest) and a body
+naming the key the entry was stored under, its source (the fingerprint: format, root and every
+file's path, size and mtime) and the size and CRC-32 of every column file and ``symbols.json``.
+An entry whose key or source is not the one asked for (entry folders swapped or copied), or
+whose bytes do not match (a flipped byte in a column), is dropped with one warning naming the
+entry and its source, and the caller parses the profile again.  CRC-32 (``zlib.crc32``, about
+1 GB/s here, the GIL released) over the mapped columns: the cached reopen of the 1 GB pair
+costs ~0.2 s more (docs/performance.md, ``bench/cache_verify.py``).  Small JSON results
+(``get_json``) and checked records (``get_record`` / ``put_record``: one rank's cluster summary,
+kind "summary"; a run's cluster JSON, kind "cluster") carry a header line with their key (and,
+for records, their source fingerprint), the code hash of their kind and a checksum; opening one
+checks them all.
 
 Total size (profile entries and JSON results together) is bounded; least recently used entries
-are evicted, and so are temporary folders and files a killed writer left (after an hour).
+are evicted, and so are temporary folders and files a killed writer left (after an hour).  An
+entry in use is never evicted: while a process reads or parses a profile it holds a *pin*
+(``pins/<key>.<pid>.<n>`` beside ``v<N>/``, a file it keeps ``flock``-ed; a pin whose holder
+died is unlocked, and removed by the next eviction), and a writer never evicts the entry it has
+just stored.  So a
+bound smaller than one profile makes every run parse again (slower), never fail.  A cache folder
+that cannot be written is reported once per process (``warn_unwritable``); profiles are then
+parsed without it.
 
 Location: ``$TB_COMPARE_CACHE_DIR``, else ``$XDG_CACHE_HOME/tb-compare``, else
 ``~/.cache/tb-compare``.  ``TB_COMPARE_CACHE=0`` disables it; ``TB_COMPARE_CACHE_MAX_MB`` sets the
@@ -29,14 +46,23 @@ from __future__ import annotations
 
 import glob
 import hashlib
+import itertools
 import json
 import logging
+import mmap
 import os
 import shutil
 import tempfile
 import threading
 import time
+import zlib
+from contextlib import contextmanager
 from dataclasses import fields
+
+try:
+    import fcntl
+except ImportError:                 # not POSIX: a pin counts as held until it is an hour old
+    fcntl = None
 
 import numpy as np
 import pandas as pd
@@ -127,6 +153,153 @@ def _load_npy(path: str) -> np.ndarray:
         return np.load(path, mmap_mode="r", allow_pickle=False)
 
 
+class DamagedEntry(ValueError):
+    """A cache entry that is not what its key promises (what is wrong, in a few words)."""
+
+
+def _normal(value):
+    """``value`` as JSON gives it back (tuples become lists, other objects their ``str``)."""
+    return json.loads(json.dumps(value, default=str))
+
+
+def source_name(fingerprint) -> str:
+    """The source a fingerprint stands for, for a user: a worker's root (its second part), else
+    the whole fingerprint."""
+    if isinstance(fingerprint, (tuple, list)) and len(fingerprint) >= 2 and isinstance(fingerprint[1], str):
+        return fingerprint[1]
+    return str(fingerprint)
+
+
+def crc32_file(path: str) -> tuple[int, int]:
+    """(size, CRC-32) of a file, read through a mapping (no copy; zlib releases the GIL)."""
+    with open(path, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        if size < 1 << 16:
+            return size, zlib.crc32(f.read())
+        with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
+            return size, zlib.crc32(m)
+
+
+def checked_bytes(head: dict, body: bytes) -> bytes:
+    """A header line (``head`` plus the body's length and sha256) and the body."""
+    head = dict(head, bytes=len(body), sha256=hashlib.sha256(body).hexdigest())
+    return json.dumps(head, default=str).encode("utf-8") + b"\n" + body
+
+
+def read_checked(raw: bytes, want: dict):
+    """The body of ``checked_bytes`` output, after checking its length, checksum and that its
+    header holds ``want``; raises :class:`DamagedEntry` naming what does not match."""
+    head, _, body = raw.partition(b"\n")
+    try:
+        meta = json.loads(head)
+    except ValueError:
+        raise DamagedEntry("its header is unreadable") from None
+    if not isinstance(meta, dict):
+        raise DamagedEntry("its header is unreadable")
+    if meta.get("bytes") != len(body) or meta.get("sha256") != hashlib.sha256(body).hexdigest():
+        raise DamagedEntry("its checksum does not match its data")
+    for k, v in want.items():
+        if meta.get(k) != _normal(v):
+            raise DamagedEntry(f"it was stored for another {k}")
+    return body
+
+
+_WARNED_UNWRITABLE: set = set()
+_WARN_LOCK = threading.Lock()
+
+
+def warn_unwritable(folder: str, err) -> None:
+    """One warning per process and folder: the cache folder cannot be written."""
+    with _WARN_LOCK:
+        if folder in _WARNED_UNWRITABLE:
+            return
+        _WARNED_UNWRITABLE.add(folder)
+    why = getattr(err, "strerror", None) or str(err)
+    if getattr(err, "filename", None) and err.filename != folder:
+        why = f"{why}: {err.filename}"
+    log.warning("profile_compare: the cache folder %s cannot be written (%s); profiles are parsed "
+                "without storing them", folder, why)
+
+
+_PIN_SEQ = itertools.count()
+UNBOUNDED = 1 << 60                 # a bound this large never evicts: no pins needed
+PINS = "pins"                       # beside v<N>/: no version of the cache takes it for an entry
+
+
+class _Pin:
+    """A pin on one key: a file in ``pins/`` this process keeps ``flock``-ed.  Best effort: in a
+    folder that cannot be written there is no pin (and nothing this process writes to evict)."""
+
+    def __init__(self, folder: str, key: str) -> None:
+        self.path, self.fd = None, None
+        name = f"{key}.{os.getpid()}.{next(_PIN_SEQ)}"
+        tmp = os.path.join(folder, "~" + name)
+        try:
+            os.makedirs(folder, exist_ok=True)
+            fd = os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o644)
+        except OSError:
+            return
+        try:
+            if fcntl is not None:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+            os.rename(tmp, os.path.join(folder, name))     # seen under its name only when locked
+            self.fd, self.path = fd, os.path.join(folder, name)
+        except OSError:
+            os.close(fd)
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+
+    def release(self) -> None:
+        if self.fd is None:
+            return
+        try:
+            os.unlink(self.path)
+        except OSError:
+            pass
+        os.close(self.fd)
+        self.fd = None
+
+
+def pinned_keys(folder: str) -> set:
+    """Keys pinned by a live holder; pins of dead holders (unlocked) are removed."""
+    out = set()
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return out
+    old = time.time() - STALE_TEMP_SECONDS
+    for n in names:
+        p = os.path.join(folder, n)
+        key = n.lstrip("~").split(".", 1)[0]
+        if n.startswith("~") or fcntl is None:   # being made, or no locks: live until an hour old
+            try:
+                if os.stat(p).st_mtime < old:
+                    os.unlink(p)
+                    continue
+            except OSError:
+                continue
+            out.add(key)
+            continue
+        try:
+            fd = os.open(p, os.O_RDONLY)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            out.add(key)                          # held: in use
+        else:
+            try:
+                os.unlink(p)                      # its holder is gone
+            except OSError:
+                pass
+        finally:
+            os.close(fd)
+    return out
+
+
 class ProfileCache:
     def __init__(self, root: str | None = None, max_bytes: int | None = None, logdir: str | None = None):
         root = root or default_dir()
@@ -135,9 +308,41 @@ class ProfileCache:
             if (os.path.realpath(root) + os.sep).startswith(ld):
                 raise ValueError(f"the cache folder {root} is inside the logdir {logdir}; "
                                  "the plugin never writes there")
+        self.folder = root
         self.root = os.path.join(root, f"v{FORMAT_VERSION}")
         mb = os.environ.get("TB_COMPARE_CACHE_MAX_MB")
         self.max_bytes = max_bytes if max_bytes is not None else int(float(mb) * 2 ** 20) if mb else 8 << 30
+        self.pins = os.path.join(root, PINS)
+        self.read_only = False          # set when the folder cannot be written (warned once)
+
+    # -- can it be written? ----------------------------------------------------------------------
+    def unwritable(self) -> OSError | None:
+        """None when an entry can be written here, else the error trying gave."""
+        try:
+            os.makedirs(self.root, exist_ok=True)
+            fd, probe = tempfile.mkstemp(prefix=".probe", dir=self.root)
+            os.close(fd)
+            os.unlink(probe)
+        except OSError as e:
+            return e
+        return None
+
+    def _cannot_write(self, err) -> None:
+        warn_unwritable(self.folder, err)
+
+    # -- pins: entries in use are never evicted --------------------------------------------------
+    @contextmanager
+    def pin(self, fingerprint):
+        """Hold ``fingerprint``'s entry (present or still to be written) against eviction, by
+        any process sharing the cache, for the ``with`` block.  A cache that never evicts (the
+        parser pool's hand-off folder) takes no pins."""
+        pin = None if self.read_only or self.max_bytes >= UNBOUNDED else _Pin(
+            self.pins, key_of(fingerprint))
+        try:
+            yield
+        finally:
+            if pin is not None:
+                pin.release()
 
     # -- profiles ------------------------------------------------------------------------------
     def _entry(self, key: str) -> str:
@@ -157,34 +362,70 @@ class ProfileCache:
     def has(self, fingerprint) -> bool:
         return os.path.exists(os.path.join(self._entry(key_of(fingerprint)), "meta.json"))
 
+    def _read_meta(self, path: str, key: str, fingerprint) -> dict:
+        with open(os.path.join(path, "meta.json"), "rb") as f:
+            raw = f.read()
+        try:
+            body = read_checked(raw, {})
+            meta = json.loads(body)
+        except ValueError as e:
+            raise DamagedEntry(f"meta.json: {e}") from None
+        if not isinstance(meta, dict) or not isinstance(meta.get("files"), dict):
+            raise DamagedEntry("meta.json records no checksums")
+        if meta.get("key") != key:
+            raise DamagedEntry(f"it holds another entry: {str(meta.get('key'))[:32]}, of "
+                               f"{source_name(meta.get('source'))}")
+        if meta.get("source") != _normal(fingerprint):
+            raise DamagedEntry(f"it was stored for another source ({source_name(meta.get('source'))})")
+        return meta
+
+    @staticmethod
+    def _check_files(path: str, files: dict) -> None:
+        for name, (size, crc) in files.items():
+            got = crc32_file(os.path.join(path, name))
+            if got != (size, crc):
+                raise DamagedEntry(f"{name} does not match its checksum")
+
     def get(self, fingerprint) -> Profile | None:
-        """The cached profile for ``fingerprint``, or None (also on any corrupt entry)."""
-        path = self._entry(key_of(fingerprint))
+        """The cached profile for ``fingerprint``, or None.  A damaged entry (see the module's
+        docstring) is removed, with one warning; an entry that vanished (evicted by another
+        process) is a plain miss."""
+        key = key_of(fingerprint)
+        path = self._entry(key)
         meta_path = os.path.join(path, "meta.json")
         if not os.path.exists(meta_path):
             return None
-        try:
-            with open(meta_path, "r", encoding="utf-8") as f:
-                meta = json.load(f)
-            with open(os.path.join(path, "symbols.json"), "rb") as f:
-                import msgspec
-                strings = msgspec.json.decode(f.read())
-            tables = {}
-            for tname, cols in meta["tables"].items():
-                data = {c: _load_npy(os.path.join(path, f"{tname}.{c}.npy")) for c in cols}
-                tables[tname] = pd.DataFrame(data, copy=False)
-            known = {f.name for f in fields(ProfileMeta)}
-            pm = ProfileMeta(**{k: v for k, v in meta["meta"].items() if k in known})
-            self._touch(path)
-            return Profile(SymbolTable.from_list(strings), pm, tables)
-        except Exception as e:  # noqa: BLE001 - a bad entry is a miss, and is removed
-            log.warning("profile_compare: dropping unreadable cache entry %s: %s", path, e)
-            shutil.rmtree(path, ignore_errors=True)
-            return None
+        with self.pin(fingerprint):
+            try:
+                meta = self._read_meta(path, key, fingerprint)
+                self._check_files(path, meta["files"])
+                with open(os.path.join(path, "symbols.json"), "rb") as f:
+                    import msgspec
+                    strings = msgspec.json.decode(f.read())
+                tables = {}
+                for tname, cols in meta["tables"].items():
+                    data = {c: _load_npy(os.path.join(path, f"{tname}.{c}.npy")) for c in cols}
+                    tables[tname] = pd.DataFrame(data, copy=False)
+                known = {f.name for f in fields(ProfileMeta)}
+                pm = ProfileMeta(**{k: v for k, v in meta["meta"].items() if k in known})
+                self._touch(path)
+                return Profile(SymbolTable.from_list(strings), pm, tables)
+            except Exception as e:  # noqa: BLE001 - a bad entry is a miss, and is removed
+                if not os.path.exists(meta_path):
+                    log.debug("profile_compare: cache entry %s went away while read", path)
+                    return None
+                why = str(e) if isinstance(e, DamagedEntry) else f"unreadable: {type(e).__name__}: {e}"
+                log.warning("profile_compare: dropping the damaged cache entry %s of %s (%s); "
+                            "reading the source again", path, source_name(fingerprint), why)
+                shutil.rmtree(path, ignore_errors=True)
+                return None
 
-    def put(self, fingerprint, profile: Profile) -> str | None:
-        """Store ``profile``; returns the entry path (None when the cache cannot be written)."""
+    def put(self, fingerprint, profile: Profile, evict: bool = True) -> str | None:
+        """Store ``profile``; returns the entry path (None when the cache cannot be written).
+        The entry just stored is never the one evicted to make room."""
         import msgspec
+        if self.read_only:
+            return None
         key = key_of(fingerprint)
         final = self._entry(key)
         if os.path.exists(os.path.join(final, "meta.json")):
@@ -193,83 +434,59 @@ class ProfileCache:
             os.makedirs(self.root, exist_ok=True)
             tmp = tempfile.mkdtemp(prefix=f".{key}.", dir=self.root)
         except OSError as e:
-            log.warning("profile_compare: cache folder %s not writable: %s", self.root, e)
+            self._cannot_write(e)
             return None
         try:
-            cols = {}
+            cols, files = {}, {}
             for tname, df in profile.tables.items():
                 cols[tname] = list(df.columns)
                 for c in df.columns:
                     arr = np.ascontiguousarray(df[c].to_numpy())
                     if arr.dtype == object:
                         raise TypeError(f"{tname}.{c} is not a typed column")
-                    np.save(os.path.join(tmp, f"{tname}.{c}.npy"), arr, allow_pickle=False)
+                    name = f"{tname}.{c}.npy"
+                    np.save(os.path.join(tmp, name), arr, allow_pickle=False)
+                    files[name] = crc32_file(os.path.join(tmp, name))
             with open(os.path.join(tmp, "symbols.json"), "wb") as f:
                 f.write(msgspec.json.encode(profile.symbols.to_list()))
-            with open(os.path.join(tmp, "meta.json"), "w", encoding="utf-8") as f:
-                json.dump({"tables": cols, "meta": profile.meta.to_dict(), "created": time.time(),
-                           "code": code_hash("profile")}, f, default=str)
+            files["symbols.json"] = crc32_file(os.path.join(tmp, "symbols.json"))
+            body = json.dumps({"key": key, "source": fingerprint, "tables": cols,
+                               "meta": profile.meta.to_dict(), "files": files, "created": time.time(),
+                               "code": code_hash("profile")}, default=str).encode("utf-8")
+            with open(os.path.join(tmp, "meta.json"), "wb") as f:
+                f.write(checked_bytes({"kind": "profile"}, body))
             try:
                 os.rename(tmp, final)
             except OSError:  # another process won the race: keep theirs
                 shutil.rmtree(tmp, ignore_errors=True)
-            self.evict()
+            if evict:
+                self.evict(keep=(key,))
             return final
         except Exception as e:  # noqa: BLE001 - caching is best effort
-            log.warning("profile_compare: could not cache a profile: %s", e)
+            if isinstance(e, OSError):
+                self._cannot_write(e)
+            else:
+                log.warning("profile_compare: could not cache a profile: %s", e)
             shutil.rmtree(tmp, ignore_errors=True)
             return None
 
     # -- small JSON results (e.g. a finished overview) -------------------------------------------
-    def get_json(self, key_parts, kind: str = "results"):
-        path = os.path.join(self.root, "json", key_of(key_parts, kind) + ".json")
-        try:
-            with open(path, "r", encoding="utf-8") as f:
-                out = json.load(f)
-            self._touch(path)
-            return out
-        except (OSError, ValueError):
-            return None
+    # Checked like records (below): a header line with the key, the code hash and a checksum.
+    def _json_path(self, key: str) -> str:
+        return os.path.join(self.root, "json", key + ".json")
 
-    def put_json(self, key_parts, obj, kind: str = "results") -> None:
-        folder = os.path.join(self.root, "json")
-        try:
-            os.makedirs(folder, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=".tmp", dir=folder)
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                json.dump(obj, f)
-            os.replace(tmp, os.path.join(folder, key_of(key_parts, kind) + ".json"))
-        except (OSError, TypeError, ValueError) as e:
-            log.warning("profile_compare: could not cache a result: %s", e)
-            return
-        self.evict()
-
-    # -- checked records (a rank's summary, a run's cluster JSON) -------------------------------
-    # One file in json/: a header line {"source", "code", "sha256", "bytes"} and the payload's JSON
-    # text.  Opening one checks all four against what the caller expects; any mismatch or damage
-    # is a miss (and the file is removed), so a record can change the speed, never the result.
-    def _record_path(self, key_parts, kind: str) -> str:
-        return os.path.join(self.root, "json", key_of(key_parts, kind) + ".rec.json")
-
-    def get_record(self, key_parts, kind: str, source):
-        """The payload stored for ``key_parts`` if its header names ``source`` and this code, and
-        its checksum holds; else None."""
-        path = self._record_path(key_parts, kind)
+    def _read_json_file(self, path: str, want: dict, what):
+        """The JSON stored at ``path`` if its header holds ``want`` and its checksum holds; a
+        damaged or mismatched file is removed with one warning; None when absent or removed."""
         try:
             with open(path, "rb") as f:
                 raw = f.read()
         except OSError:
             return None
         try:
-            head, _, body = raw.partition(b"\n")
-            meta = json.loads(head)
-            want = json.loads(json.dumps(source, default=str))
-            if (meta.get("source") != want or meta.get("code") != code_hash(kind)
-                    or meta.get("bytes") != len(body) or meta.get("sha256") != hashlib.sha256(body).hexdigest()):
-                raise ValueError("source, code or checksum does not match")
-            out = json.loads(body)
-        except (ValueError, AttributeError) as e:
-            log.warning("profile_compare: dropping cache record %s: %s", path, e)
+            out = json.loads(read_checked(raw, want))
+        except ValueError as e:
+            log.warning("profile_compare: dropping the cache record %s of %s: %s", path, what, e)
             try:
                 os.unlink(path)
             except OSError:
@@ -278,28 +495,64 @@ class ProfileCache:
         self._touch(path)
         return out
 
-    def put_record(self, key_parts, kind: str, source, payload, evict: bool = True) -> bool:
-        """Store ``payload`` (JSON-able) for ``key_parts``; written to a temporary file and renamed,
-        so a killed writer leaves no half record (only a temporary file, swept after an hour).
-        ``evict=False`` for a batch of puts (call :meth:`evict` once after)."""
-        folder = os.path.join(self.root, "json")
+    def _write_json_file(self, path: str, head: dict, payload, what: str) -> bool:
+        if self.read_only:
+            return False
+        folder = os.path.dirname(path)
         tmp = None
         try:
-            body = json.dumps(payload, separators=(",", ":")).encode("utf-8")
-            head = json.dumps({"source": source, "code": code_hash(kind), "bytes": len(body),
-                               "sha256": hashlib.sha256(body).hexdigest()}, default=str).encode("utf-8")
+            data = checked_bytes(head, json.dumps(payload, separators=(",", ":")).encode("utf-8"))
+        except (TypeError, ValueError) as e:
+            log.warning("profile_compare: could not cache a %s: %s", what, e)
+            return False
+        try:
             os.makedirs(folder, exist_ok=True)
             fd, tmp = tempfile.mkstemp(prefix=".tmp", dir=folder)
             with os.fdopen(fd, "wb") as f:
-                f.write(head + b"\n" + body)
-            os.replace(tmp, self._record_path(key_parts, kind))
-        except (OSError, TypeError, ValueError) as e:
-            log.warning("profile_compare: could not cache a %s record: %s", kind, e)
+                f.write(data)
+            os.replace(tmp, path)
+        except OSError as e:
+            self._cannot_write(e)
             if tmp is not None:
                 try:
                     os.unlink(tmp)
                 except OSError:
                     pass
+            return False
+        return True
+
+    def get_json(self, key_parts, kind: str = "results"):
+        key = key_of(key_parts, kind)
+        return self._read_json_file(self._json_path(key), {"key": key, "code": code_hash(kind)},
+                                    f"result {key}")
+
+    def put_json(self, key_parts, obj, kind: str = "results") -> None:
+        key = key_of(key_parts, kind)
+        if self._write_json_file(self._json_path(key), {"key": key, "code": code_hash(kind)}, obj, "result"):
+            self.evict()
+
+    # -- checked records (a rank's summary, a run's cluster JSON) -------------------------------
+    # One file in json/: a header line {"key", "source", "code", "sha256", "bytes"} and the
+    # payload's JSON text.  Opening one checks them all against what the caller expects; any
+    # mismatch or damage is a miss (and the file is removed), so a record can change the speed,
+    # never the result.
+    def _record_path(self, key_parts, kind: str) -> str:
+        return os.path.join(self.root, "json", key_of(key_parts, kind) + ".rec.json")
+
+    def get_record(self, key_parts, kind: str, source):
+        """The payload stored for ``key_parts`` if its header names this key, ``source`` and this
+        code, and its checksum holds; else None."""
+        key = key_of(key_parts, kind)
+        return self._read_json_file(self._record_path(key_parts, kind),
+                                    {"key": key, "source": source, "code": code_hash(kind)},
+                                    source_name(source))
+
+    def put_record(self, key_parts, kind: str, source, payload, evict: bool = True) -> bool:
+        """Store ``payload`` (JSON-able) for ``key_parts``; written to a temporary file and renamed,
+        so a killed writer leaves no half record (only a temporary file, swept after an hour).
+        ``evict=False`` for a batch of puts (call :meth:`evict` once after)."""
+        head = {"key": key_of(key_parts, kind), "source": source, "code": code_hash(kind)}
+        if not self._write_json_file(self._record_path(key_parts, kind), head, payload, f"{kind} record"):
             return False
         if evict:
             self.evict()
@@ -365,16 +618,22 @@ class ProfileCache:
                 except OSError:
                     continue
 
-    def evict(self) -> None:
+    def evict(self, keep=()) -> None:
         """Keep profile entries and JSON results together under ``max_bytes``, least recently
-        used first out."""
+        used first out; never an entry pinned by a live process, nor one of ``keep`` (keys).  What
+        is in use may hold the total over the bound until it is no longer in use."""
         self._drop_stale_temps()
         ents = sorted(self.entries() + self.json_entries())
         total = sum(e[1] for e in ents)
+        if total <= self.max_bytes:
+            return
+        spare = set(keep) | pinned_keys(self.pins)
         for _, size, path in ents:
             if total <= self.max_bytes:
                 break
             if os.path.isdir(path):
+                if os.path.basename(path) in spare:
+                    continue
                 shutil.rmtree(path, ignore_errors=True)
             else:
                 try:

@@ -9,6 +9,7 @@ once (the CLI's way in).
 """
 from __future__ import annotations
 
+import os
 import threading
 import time
 import traceback
@@ -146,21 +147,41 @@ class _StoredError(LoadError):
 
 def load_profile(spec, progress=None, pool=None, cache=None):
     """Parse one discovered worker (used by the store and the CLI): from the persistent cache
-    when it holds this worker's files, else in a parser process (``pool``), else here."""
+    when it holds this worker's files, else in a parser process (``pool``), else here.
+
+    While it runs, the worker's cache entry is pinned (``ProfileCache.pin``): no process sharing
+    the cache evicts it between being stored (by the parser process) and being mapped here.  Once
+    mapped, the profile no longer needs its files, so a bound the entry does not fit in is
+    restored right after (the next run parses again: slower, never failed)."""
     from ..formats import registry
     if spec.error:
         raise _StoredError(spec.error)
-    prof = cache.get(spec.fingerprint) if cache is not None else None
-    if prof is not None:
-        registry.finish(prof)           # facts of its format, also on entries that predate one
-    else:
-        # a format registered at run time is unknown to the parser processes' fork server
-        if pool is not None and registry.parsed_in_pool(spec.format):
-            prof = pool.parse(spec.format, spec.root, spec.fingerprint, progress)
+    if cache is None:
+        return _finish(spec, _parse(spec, progress, pool, None))
+    with cache.pin(spec.fingerprint):
+        prof = cache.get(spec.fingerprint)
+        parsed = prof is None
+        if prof is not None:
+            registry.finish(prof)           # facts of its format, also on entries that predate one
         else:
-            prof = registry.load(spec.format, spec.root, progress=progress)
-            if cache is not None:
-                cache.put(spec.fingerprint, prof)
+            prof = _parse(spec, progress, pool, cache)
+    if parsed:
+        cache.evict()
+    return _finish(spec, prof)
+
+
+def _parse(spec, progress, pool, cache):
+    from ..formats import registry
+    # a format registered at run time is unknown to the parser processes' fork server
+    if pool is not None and registry.parsed_in_pool(spec.format):
+        return pool.parse(spec.format, spec.root, spec.fingerprint, progress)
+    prof = registry.load(spec.format, spec.root, progress=progress)
+    if cache is not None:
+        cache.put(spec.fingerprint, prof)   # best effort: the profile in memory is the answer
+    return prof
+
+
+def _finish(spec, prof):
     if spec.rank is not None and prof.meta.rank is None:
         prof.meta.rank = spec.rank
     return prof
@@ -168,12 +189,16 @@ def load_profile(spec, progress=None, pool=None, cache=None):
 
 def make_backends(logdir: str | None = None, workers: int = 2, start: bool = False):
     """(cache, pool) as configured by the environment; either may be None.  ``start``: start
-    the parser processes' fork server first, so its imports overlap the cache's (numpy, pandas)."""
+    the parser processes' fork server first, so its imports overlap the cache's (numpy, pandas).
+
+    A cache folder that cannot be written is reported once (one warning line) and used for
+    reading only, or not at all when it is not a folder; the parser processes then hand their
+    profiles back without it."""
     from .parsepool import ParsePool, processes_enabled
     pool = ParsePool(workers) if processes_enabled() else None
     if pool is not None and start:
         pool.start()
-    from ..cache import ProfileCache, enabled
+    from ..cache import ProfileCache, enabled, warn_unwritable
     cache = None
     if enabled():
         try:
@@ -181,8 +206,15 @@ def make_backends(logdir: str | None = None, workers: int = 2, start: bool = Fal
         except ValueError as e:
             import logging
             logging.getLogger(__name__).warning("profile_compare: cache disabled: %s", e)
+    if cache is not None:
+        problem = cache.unwritable()
+        if problem is not None:
+            warn_unwritable(cache.folder, problem)
+            cache.read_only = True
+            if not os.path.isdir(cache.root):
+                cache = None
     if pool is not None:
-        pool.cache = cache
+        pool.cache = cache if cache is not None and not cache.read_only else None
     return cache, pool
 
 

@@ -1,0 +1,112 @@
+"""What reopening a cached pair costs: the cache open alone, and a whole cached ``tb-compare`` run.
+
+    python -m bench.cache_verify                       # the gpu_1gb pair, 5 runs of each
+    python -m bench.cache_verify --pair gpu_200mb --repeat 7 --phases open
+
+The pair is ``$TB_COMPARE_BENCH_DIR/<pair>/{baseline,target}`` (default /tmp/tb_compare_bench;
+``python -m bench.gen_traces --sizes 1gb`` makes gpu_1gb).  Its parsed profiles live in a cache
+folder of their own (``--cache-dir``, default ``<bench dir>/cache_verify_cache``); a first
+``tb-compare`` run fills it when it does not hold both sides (the cache is keyed by the code, so
+that happens once after every change of the loaders or the cache).
+
+Phases, each run in a fresh interpreter, page cache warm (the entries were just read):
+
+* ``open``: ``service.loading.load_pair`` of both sides from the cache, as the CLI does it (two
+  threads, no parser process): mapping every column and checking the entries' checksums.  The
+  time is measured inside the process, imports excluded.
+* ``cli``:  ``tb-compare BASELINE TARGET --quiet --no-progress``, whole process (wall time).
+
+Prints the median and every run of each phase.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+OPEN = r"""
+import sys, time
+from tb_compare_plugin.cli import resolve
+from tb_compare_plugin.cache import ProfileCache
+from tb_compare_plugin.service.loading import load_pair
+base, target = resolve(sys.argv[1], None, "baseline"), resolve(sys.argv[2], None, "target")
+cache = ProfileCache()
+if not (cache.has(base.fingerprint) and cache.has(target.fingerprint)):
+    print("MISS"); sys.exit(0)
+t = time.perf_counter()
+pb, pt = load_pair(base, target, backends=(cache, None))
+dt = time.perf_counter() - t
+rows = sum(len(df) for p in (pb, pt) for df in p.tables.values())
+print(f"{dt:.4f}\t{rows}")
+"""
+
+
+def bench_dir() -> Path:
+    return Path(os.environ.get("TB_COMPARE_BENCH_DIR") or "/tmp/tb_compare_bench")
+
+
+def _env(cache_dir: Path) -> dict:
+    env = dict(os.environ)
+    env["TB_COMPARE_CACHE_DIR"] = str(cache_dir)
+    env.pop("TB_COMPARE_CACHE", None)
+    env.pop("TB_COMPARE_CACHE_MAX_MB", None)
+    return env
+
+
+def _open_once(base: Path, target: Path, env: dict) -> str:
+    out = subprocess.run([sys.executable, "-c", OPEN, str(base), str(target)], env=env, cwd=ROOT,
+                         capture_output=True, text=True, check=True)
+    return out.stdout.strip()
+
+
+def _cli_once(base: Path, target: Path, env: dict) -> float:
+    t = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "tb_compare_plugin.cli", str(base), str(target), "--quiet",
+                    "--no-progress"], env=env, cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
+    return time.perf_counter() - t
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--pair", default="gpu_1gb")
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--phases", default="open,cli")
+    ap.add_argument("--cache-dir", default=None)
+    args = ap.parse_args(argv)
+    pair = bench_dir() / args.pair
+    base, target = pair / "baseline", pair / "target"
+    if not base.is_dir() or not target.is_dir():
+        print(f"{pair} is missing: python -m bench.gen_traces --sizes {args.pair.split('_', 1)[-1]}",
+              file=sys.stderr)
+        return 2
+    cache_dir = Path(args.cache_dir) if args.cache_dir else bench_dir() / "cache_verify_cache"
+    env = _env(cache_dir)
+    if _open_once(base, target, env) == "MISS":
+        print(f"filling the cache {cache_dir} (one uncached run) ...", file=sys.stderr)
+        _cli_once(base, target, env)
+        if _open_once(base, target, env) == "MISS":
+            print("the cache still misses a side (is the cache writable and big enough?)", file=sys.stderr)
+            return 1
+    phases = [p.strip() for p in args.phases.split(",") if p.strip()]
+    for phase in phases:
+        times = []
+        for _ in range(args.repeat):
+            if phase == "open":
+                times.append(float(_open_once(base, target, env).split("\t")[0]))
+            elif phase == "cli":
+                times.append(_cli_once(base, target, env))
+            else:
+                raise SystemExit(f"unknown phase {phase!r} (open, cli)")
+        runs = " ".join(f"{t:.3f}" for t in times)
+        print(f"{args.pair} {phase}: median {statistics.median(times):.3f} s over {len(times)} runs ({runs})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
