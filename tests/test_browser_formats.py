@@ -3,7 +3,7 @@
 the slower MatMul of the MindSpore pair in the Kernel and Operator views (samples/mindspore_expected.json),
 the Data Aug Bound regression of the msprof CANN pair in the Steps view (gen/msprof_cann.py), the TorchAir
 input-conversion regression of the graph-mode pair in the overview's host-overhead row group
-(samples/graph_expected.json) — and the MindSpore module view shows its scope-tree note, a memory view
+(samples/graph_expected.json) and, in the Steps view, per step — and the MindSpore module view shows its scope-tree note, a memory view
 and the views with nothing on a side say why (memory, API).  One page: the first view is a page load, the others are hash changes.
 Screenshots go to test-artifacts/formats_*.png."""
 from __future__ import annotations
@@ -20,7 +20,10 @@ from tbserver import TensorBoard
 pytestmark = [needs_chromium, needs_samples]
 
 MS = json.loads((SAMPLES / "mindspore_expected.json").read_text())["planted"]
-GRAPH = json.loads((SAMPLES / "graph_expected.json").read_text())["planted"]
+GRAPH_ALL = json.loads((SAMPLES / "graph_expected.json").read_text())
+GRAPH = GRAPH_ALL["planted"]
+GRAPH_STEPS = GRAPH_ALL["target"]["steps"]
+GRAPH_RUNS = GRAPH_ALL["target"]["graph_runs"] // GRAPH_STEPS
 sys.path.insert(0, str(SAMPLES))
 from gen import msprof_cann as msprof  # noqa: E402
 
@@ -123,5 +126,19 @@ def test_planted_differences_are_the_top_rows(browser, tb):
     others = [ln for ln in lines if ln.startswith(("Framework (", "TorchAir C++", "GE ("))]
     assert len(others) == 3 and all("\t0 ms host" in ln for ln in others), others
     shoot(t.page, ART / "formats_graph_overview.png")
+
+    # -- graph mode in the Steps view: per step, the three host parts of each side and their difference
+    show(GRAPH_PAIR, "steps", f"{CONTENT} [data-role=steps-host-overhead] table")
+    ho = t.frame.evaluate("""() => [...document.querySelectorAll(
+        '#pc-content [data-role=steps-host-overhead] tbody tr')].map((tr) => ({step: tr.dataset.step,
+        side: tr.dataset.side, cells: [...tr.children].map((td) => td.innerText.trim())}))""")
+    per_step = GRAPH["per_graph_run_ms"] * GRAPH_RUNS
+    diffs = [r for r in ho if r["side"] == "diff"]
+    assert len(diffs) == GRAPH_STEPS and len(ho) == 3 * GRAPH_STEPS, ho
+    for r in diffs:                     # Framework, TorchAir Python, TorchAir C++, GE, Total
+        assert close(num(r["cells"][3]), per_step) and close(num(r["cells"][6]), per_step), r
+        assert [num(c) for c in (r["cells"][2], r["cells"][4], r["cells"][5])] == [0, 0, 0], r
+    shoot(t.page, ART / "formats_graph_steps.png", full=False,
+          scroll_to=t.f.locator(f"{CONTENT} [data-role=steps-host-overhead]"))
     assert t.console.errors() == []
     t.close()

@@ -151,3 +151,25 @@ def test_browser_overview_shows_the_group_and_the_hint(tmp_path):
     assert "Graph-mode host overhead dominates" in notes
     assert "Host Overhead (graph mode) +3.000 ms" in hints
     assert not console.errors()
+
+
+def test_steps_route_per_step_parts():
+    """The Steps view's block: per step, each side's parts; the planted part differs by its share a step."""
+    from test_plugin_routes import PREFIX, make_client
+    c = make_client(SAMPLES)
+    r = c.post(PREFIX + "/compare/steps", data=json.dumps({"baseline": BASE, "target": TARGET}),
+               content_type="application/json")
+    assert r.status_code == 200, r.get_data()[:300]
+    ho = json.loads(r.get_data())["host_overhead"]
+    steps = GRAPH["target"]["steps"]
+    runs = GRAPH["target"]["graph_runs"] // steps
+    assert [s["step"] for s in ho["baseline"]] == [s["step"] for s in ho["target"]] == list(range(1, steps + 1))
+    for b, t in zip(ho["baseline"], ho["target"]):
+        assert b["graph_runs"] == t["graph_runs"] == runs
+        assert t["torchair_python_ms"] - b["torchair_python_ms"] == pytest.approx(PLANT["per_graph_run_ms"] * runs,
+                                                                                  rel=0.02)
+        for part in ("framework_ms", "torchair_cpp_ms", "ge_ms"):
+            assert t[part] == pytest.approx(b[part], abs=1e-9)
+    eager = c.post(PREFIX + "/compare/steps", data=json.dumps({"baseline": "target_npu/rank0_ascend_pt",
+                                                                "target": TARGET}), content_type="application/json")
+    assert json.loads(eager.get_data())["host_overhead"]["baseline"] is None

@@ -44,6 +44,53 @@ interface StepsAnswer {
   noise_test?: string;
   top_differences?: string[];
   notes?: string[];
+  host_overhead?: {baseline?: HostStep[] | null; target?: HostStep[] | null};
+}
+
+/** One step's graph-mode host overhead (ms host) of one side (docs/api.md, compare/steps `host_overhead`). */
+interface HostStep {
+  step: number;
+  graph_runs?: number;
+  framework_ms?: number;
+  torchair_python_ms?: number;
+  torchair_cpp_ms?: number;
+  ge_ms?: number;
+}
+
+const HOST_PARTS: ReadonlyArray<[keyof HostStep, string]> = [
+  ["framework_ms", "Framework"], ["torchair_python_ms", "TorchAir Python"], ["torchair_cpp_ms", "TorchAir C++"], ["ge_ms", "GE"]];
+
+/** Graph mode: per step, each side's three host parts (TorchAir split in its Python and C++ halves), and the difference. */
+function hostOverheadTable(ho: StepsAnswer["host_overhead"]): HTMLElement | null {
+  const b = Array.isArray(ho?.baseline) ? ho!.baseline! : null;
+  const t = Array.isArray(ho?.target) ? ho!.target! : null;
+  if (!b && !t) return null;
+  const steps = [...new Set([...(b ?? []), ...(t ?? [])].map((r) => r.step))].sort((x, y) => x - y);
+  const total = (r: HostStep | undefined) => (r ? HOST_PARTS.reduce((a, [k]) => a + (isNum(r[k]) ? (r[k] as number) : 0), 0) : null);
+  const cells = (r: HostStep | undefined) => [...HOST_PARTS.map(([k]) => (r && isNum(r[k]) ? r[k] as number : null)), total(r)];
+  const body = h("tbody");
+  for (const st of steps) {
+    const rb = b?.find((r) => r.step === st), rt = t?.find((r) => r.step === st);
+    const vb = cells(rb), vt = cells(rt);
+    const label = st < 0 ? "outside steps" : String(st);
+    const row = (side: string, vals: (number | null)[], runs: number | undefined, cls: string) =>
+      h("tr", {class: cls, "data-step": String(st), "data-side": side},
+        h("td", {class: "name"}, side === "baseline" ? label : ""), h("td", null, side === "diff" ? "Diff" : side === "baseline" ? "Baseline" : "Target"),
+        ...vals.map((v) => h("td", {class: "num"}, v === null ? "—" : side === "diff" ? fmtSigned(v) : fmtNum(v))),
+        h("td", {class: "num"}, runs === undefined ? "" : String(runs)));
+    body.append(row("baseline", vb, rb?.graph_runs, "ho-base"), row("target", vt, rt?.graph_runs, "ho-target"));
+    if (rb && rt) body.append(row("diff", vb.map((x, i) => (x === null || vt[i] === null ? null : (vt[i] as number) - x)), undefined, "ho-diff"));
+  }
+  const head = h("tr", null, h("th", {scope: "col"}, "Step"), h("th", {scope: "col"}, "Side"),
+                 ...HOST_PARTS.map(([, l]) => h("th", {class: "num", scope: "col"}, `${l} (ms host)`)),
+                 h("th", {class: "num", scope: "col"}, "Total (ms host)"), h("th", {class: "num", scope: "col"}, "Graph runs"));
+  const who = !b ? "The baseline has no graph-mode events. " : !t ? "The target has no graph-mode events. " : "";
+  return h("div", {"data-role": "steps-host-overhead"},
+    h("h2", null, "Graph-mode host overhead per step"),
+    h("p", {class: "muted intro"}, who, "Host time before each graph runs, summed over the step's graph runs: framework (entering the compiled module to ",
+      "npu_fx_compiler inference), TorchAir (its Python input handling, then C++ up to ExecuteGraph) and GE (ExecuteGraph to the graph's end). ",
+      "It is host time: the phases above are the device's, and grow with it where the device waits for the host."),
+    h("table", {class: "t host-overhead-steps", "aria-label": "Graph-mode host overhead per step"}, h("thead", null, head), body));
 }
 
 /** The leaf phases whose differences are ranked (TEAM15 contract): the server's `top_differences` when it sends them. */
@@ -311,6 +358,7 @@ function draw(host: HTMLElement, data: StepsAnswer, ctx: ViewCtx): void {
                        metricsTable(metrics, ranks, test),
                        test ? h("p", {class: "muted intro noise-test", "data-role": "noise-test"}, `Noise: ${test}`) : null)
       : h("div", {class: "notice na", "data-state": "empty"}, "No step-level metrics: a side has no steps."),
+    hostOverheadTable(data.host_overhead),
     notes.length ? h("div", {class: "notice warn", role: "note", "data-role": "steps-notes"},
                      h("ul", {class: "notes"}, ...notes.map((n) => h("li", null, n)))) : null);
 }

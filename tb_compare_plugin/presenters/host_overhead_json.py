@@ -72,3 +72,13 @@ def host_overhead_notes(cmp) -> list:
         for w in (side.warnings if side is not None else []):
             notes.append(f"Host overhead ({who}): {w}.")
     return notes
+
+
+def host_overhead_steps(cmp) -> dict:
+    """The Steps view's graph-mode block: ``{"baseline": [STEP]|null, "target": [STEP]|null}``,
+    STEP = ``{"step", "graph_runs", "framework_ms", "torchair_ms", "torchair_python_ms",
+    "torchair_cpp_ms", "ge_ms"}`` per step of that side's graph runs (``step`` -1: runs outside
+    every step); null for a side without graph-mode events."""
+    ho = cmp.host_overhead()
+    return {who: (None if getattr(ho, who) is None else getattr(ho, who).per_step())
+            for who in ("baseline", "target")}

@@ -97,4 +97,6 @@ def steps_payload(cmp) -> dict:
     out["top_differences"] = [m.name for m in ranked(sc)]
     out["notes"] = list(out.get("notes") or []) + steps_notes(sc)
     out["hints"] = step_hints(out)
+    from .host_overhead_json import host_overhead_steps
+    out["host_overhead"] = host_overhead_steps(cmp)      # graph mode: the three host parts per step
     return out
