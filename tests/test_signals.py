@@ -170,7 +170,7 @@ def stop_group(proc) -> None:
 # -- Ctrl-C and SIGTERM -----------------------------------------------------------------------
 @pytest.mark.parametrize("sig,moment", [
     (signal.SIGINT, "starting"), (signal.SIGINT, "parsers_begin"), (signal.SIGINT, "mid_parse"),
-    (signal.SIGTERM, "starting"), (signal.SIGTERM, "mid_parse"),
+    (signal.SIGTERM, "starting"), (signal.SIGTERM, "parsers_begin"), (signal.SIGTERM, "mid_parse"),
 ], ids=lambda v: v.name if isinstance(v, signal.Signals) else v)
 def test_stopped_cli_exits_at_once_and_leaves_nothing(tmp_path, big_pair, sig, moment):
     proc = start_cli(big_pair, tmp_path)

@@ -12,14 +12,14 @@ Stopping: :func:`abort_all` (the CLI calls it from its SIGTERM / SIGINT handler;
 exit it runs before Python waits for the parsing threads, so a TensorBoard told to stop does not
 wait for its parses) kills every pool's children at once; the waiting ``parse`` calls then delete
 their half-written entries and raise, and ``shutdown`` removes the scratch folder.
-:func:`stop_now` does all that at once for a caller about to ``os._exit``.  The parser processes
-never see SIGINT or SIGTERM: the fork server starts with both blocked, and every child inherits
-that.  A Ctrl-C or a SIGTERM reaches the whole process group, and the parent is the one that
-decides what to stop; a child that dies is then always a real death (killed, out of memory),
-never the user's Ctrl-C mistaken for one and retried.  The scratch folder is
-``$TB_COMPARE_SCRATCH_DIR`` when set, else /dev/shm, else the system temp folder; it and the
-pools' semaphores are named after this process (:mod:`.leftovers`), and the first pool of a
-process removes what killed processes left.
+:func:`stop_now` does all that at once for a caller about to ``os._exit``.  A Ctrl-C or a SIGTERM
+reaches the whole process group, and the parent is the one that decides what to stop: the
+parser processes never see SIGINT (the fork server starts with it blocked, and every child
+inherits that from its first instruction), and a child that a SIGTERM kills while this process
+is being stopped too is part of the stop, never a death to retry (:meth:`ParsePool._stopping`).
+The scratch folder is ``$TB_COMPARE_SCRATCH_DIR`` when set, else /dev/shm, else the system temp
+folder; it and the pools' semaphores are named after this process (:mod:`.leftovers`), and the
+first pool of a process removes what killed processes left.
 
 Without a usable cache the child sends the profile back through the pipe instead; with
 ``TB_COMPARE_PROCESSES=0`` everything runs in the calling process.
@@ -92,36 +92,36 @@ def children_stderr_tail(since: int = 0, limit: int = 300) -> str:
 def _start_forkserver_quietly() -> None:
     """Start the fork server (if it is not running) with the children's stderr file as its fd 2:
     every process it forks inherits that, so no child ever prints on the caller's stderr."""
-    from multiprocessing import forkserver
+    from multiprocessing import forkserver, resource_tracker
     leftovers.own_semaphore_names()
-    blocked = _block_stop_signals()
+    debug = os.environ.get("TB_COMPARE_DEBUG")
+    saved = None if debug else os.dup(2)
+    blocked = None
     try:
-        if os.environ.get("TB_COMPARE_DEBUG"):
-            forkserver.ensure_running()
-            return
-        fd = _child_stderr_fd()
-        saved = os.dup(2)
-        try:
-            os.dup2(fd, 2)
-            forkserver.ensure_running()
-        finally:
+        if saved is not None:
+            os.dup2(_child_stderr_fd(), 2)
+        # the resource tracker first: starting it unblocks SIGINT and SIGTERM on its way out
+        resource_tracker.ensure_running()
+        blocked = _block_stop_signals()
+        forkserver.ensure_running()
+    finally:                # fd 2 restored, then the signals: one that came meanwhile is handled now
+        if saved is not None:
             os.dup2(saved, 2)
             os.close(saved)
-    finally:                # last: a signal that came meanwhile is handled now, fd 2 restored
         if blocked is not None:
             signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
 
 
-_STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM}
-
-
 def _block_stop_signals():
-    """Block SIGINT and SIGTERM in this thread (the previous mask; None where it cannot).  A
-    process started meanwhile (the fork server) inherits the mask, through ``exec`` too, and so
-    does every parser process it forks: a Ctrl-C sent to the whole process group never kills a
-    child behind the parent's back (the parent kills them when it decides to stop)."""
+    """Block SIGINT in this thread (the previous mask; None where it cannot).  A process started
+    meanwhile (the fork server) inherits the mask, through ``exec`` too, and so does every parser
+    process it forks, from its first instruction: a Ctrl-C sent to the whole process group never
+    kills a child behind the parent's back (the parent kills them when it decides to stop).
+    SIGTERM stays deliverable: it is how a process pool ends its other workers when one dies, and
+    how a user ends a stray process; a child it kills while this process is being stopped too is
+    told apart by :meth:`ParsePool._stopping`."""
     try:
-        return signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)
+        return signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     except (AttributeError, OSError, ValueError):
         return None
 
@@ -396,7 +396,7 @@ class ParsePool:
                     except (OSError, ValueError):
                         pass
             except BrokenProcessPool:
-                if self._aborted:
+                if self._stopping():
                     raise self._stopped(root, fingerprint) from None
                 if self.cache is not None:        # what the dead child left half-written
                     self.cache.discard(fingerprint, partial_only=True)
@@ -407,6 +407,19 @@ class ParsePool:
                 raise LoadError(root, "the parser process died (killed, or out of memory?) "
                                       "while reading this profile" + (f" (its last words: {last})"
                                                                       if last else "")) from None
+
+    def _stopping(self, grace: float = 0.5) -> bool:
+        """After a child died: whether this process is being stopped.  A SIGTERM sent to the
+        whole process group can kill the child before this process's own handler has run (it
+        runs in the main thread, when that thread next gets the interpreter), so a death that
+        is not yet explained waits up to ``grace`` seconds for ``abort``, or for the main thread
+        to end (TensorBoard's SIGTERM handler exits it), before it counts as a real one."""
+        deadline = time.monotonic() + grace
+        while not (self._aborted or not threading.main_thread().is_alive()):
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.02)
+        return True
 
     def _take_handoff(self, root: str, ppath: str):
         """Map the profile a child left in the hand-off folder (its files are deleted right
