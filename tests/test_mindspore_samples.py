@@ -153,6 +153,8 @@ def test_mindspore_vs_gpu_every_view_says_why(client):
     assert seen["kernel"][0] == 404 and "platform" in seen["kernel"][1]["error"]
     pairs = seen["operator_pairs"][1]["rows"]
     assert any(r.get("status") == "both" for r in pairs)              # MatMul ~ aten::linear etc.
+    (why,) = [n for n in seen["operator"][1]["notes"] if "own framework's terms" in n]
+    assert "(PyTorch, MindSpore)" in why and "per-instance view pairs" in why
     assert "scope tree" in seen["module"][1]["note"]
     for view in ("memory", "api"):
         notes = seen[view][1].get("notes") or []

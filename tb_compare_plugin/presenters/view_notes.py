@@ -1,7 +1,8 @@
 """Why one side of a table page is empty: a sentence per side that has no row in the whole table
 of a view (operator, module, memory, api, kernel), naming the side's framework, device and format
-and what that view reads which the side does not hold.  Pure: reads the table's ``status`` column
-and the profiles' meta."""
+and what that view reads which the side does not hold; and, for the operator view by name across
+frameworks, that names never match there and the per-instance view pairs them through the alias
+table.  Pure: reads the tables and the profiles' meta."""
 from __future__ import annotations
 
 _NO_OPS = "records no host operators (and no scope-path kernel names to derive them from)"
@@ -38,3 +39,23 @@ def empty_side_notes(cmp, view: str, df) -> list[str]:
         why = REASONS.get(view, "holds nothing this view reads")
         out.append(f"The {role}{f' ({who})' if who else ''} {why}: its side of this table is empty.")
     return out
+
+
+def cross_framework_note(cmp, view: str, df) -> list[str]:
+    """The operator view by name of a pair of two frameworks: no name is shared, so say where the
+    aliased pairs are (``operator_pairs``), with an example."""
+    if view != "operator" or "status" not in getattr(df, "columns", ()) or (df["status"] == "both").any():
+        return []
+    fb = getattr(getattr(cmp.base, "meta", None), "framework", None)
+    ft = getattr(getattr(cmp.target, "meta", None), "framework", None)
+    if not fb or not ft or fb == ft:
+        return []
+    pairs = cmp.operators().pairs
+    aliased = pairs[(pairs["status"] == "both") & (pairs["b_name"] != pairs["t_name"])]
+    text = (f"The two sides name their operators in their own framework's terms ({fb}, {ft}): this table, "
+            f"one row per name, can pair none of them.")
+    if len(aliased):
+        ex = aliased.iloc[0]
+        text += (f" The per-instance view pairs {len(aliased):,} call(s) through the alias table "
+                 f"(e.g. {ex['b_name']} with {ex['t_name']}).")
+    return [text]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..analyses import Unavailable, get, missing_inputs
 from .table_page import page
-from .view_notes import empty_side_notes
+from .view_notes import cross_framework_note, empty_side_notes
 
 ViewUnavailable = Unavailable            # the older name, kept for callers
 
@@ -33,7 +33,7 @@ def view_page(cmp, view: str, **params) -> dict:
     out["figures"] = cmp.step_scale().to_dict() if a.per_step else None
     if df.attrs.get("note"):                # what the table is made of, when it is not the usual
         out["note"] = df.attrs["note"]
-    notes = empty_side_notes(cmp, view, df)   # a side with nothing in this view: why
+    notes = empty_side_notes(cmp, view, df) + cross_framework_note(cmp, view, df)   # why rows stand alone
     if notes:
         out["notes"] = notes
     return out
