@@ -108,6 +108,11 @@ def resolve(path: str, rank: int | None, role: str):
         raise CliError(f"{role} {path}: no profile found there (expected a PyTorch Profiler trace, an "
                        "Ascend *_ascend_pt / *_ascend_ms folder, ASCEND_PROFILER_OUTPUT, or a profiler "
                        f".db{extra_hints()})")
+    if len(workers) > 1 and any(w.error for w in workers) and not all(w.error for w in workers):
+        for w in workers:               # a file that cannot be read is its own problem: say so, go on
+            if w.error:
+                print(f"warning: {' '.join(w.error.split())} (skipped)", file=sys.stderr)
+        workers = [w for w in workers if not w.error]
     if rank is not None:
         chosen = [w for w in workers if w.rank == rank]
         if not chosen:

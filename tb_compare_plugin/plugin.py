@@ -353,6 +353,7 @@ class ProfileComparePlugin(base_plugin.TBPlugin):
     def _runs(self, request):
         snap = self._snapshot()
         body = runs_payload(snap, self._store)
+        body["notes"] = snap.notes          # what the walk left out (a link to /, ...)
         body["env"] = {"vscode": os.environ.get("VSCODE_TENSORBOARD_LAUNCH") == "1",
                        "export_dir": self._export_dir}
         return self._reply(request, body)

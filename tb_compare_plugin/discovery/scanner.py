@@ -1,12 +1,16 @@
 """Background logdir scanner: rescans every few seconds on its own daemon thread and
-publishes an immutable snapshot; request handlers only read the latest snapshot."""
+publishes an immutable snapshot; request handlers only read the latest snapshot.
+
+One :class:`~.walk.Walker` serves every rescan, so a rescan re-lists only folders that changed
+and the walk is bounded (see ``walk``); what the walk left out is logged once per change and kept
+in the snapshot's ``notes``.  A scan that fails keeps the previous runs."""
 from __future__ import annotations
 
 import logging
 import threading
 import time
 
-from .walk import find_runs
+from .walk import Walker
 
 log = logging.getLogger(__name__)
 
@@ -14,11 +18,13 @@ log = logging.getLogger(__name__)
 class Snapshot:
     """Runs and a worker-id index, as of one scan."""
 
-    def __init__(self, runs=(), scanned_at: float = 0.0, error: str | None = None) -> None:
+    def __init__(self, runs=(), scanned_at: float = 0.0, error: str | None = None,
+                 notes=()) -> None:
         self.runs = list(runs)
         self.workers = {w.id: w for r in self.runs for w in r.workers}
         self.scanned_at = scanned_at
         self.error = error
+        self.notes = list(notes)       # what the walk left out (links to / ..., budget)
 
 
 class Scanner:
@@ -31,6 +37,8 @@ class Scanner:
         self._first = threading.Event()
         self._wake = threading.Event()
         self._stop = threading.Event()
+        self._walker = Walker(logdir) if logdir else None
+        self._logged_notes: list = []
 
     @property
     def snapshot(self) -> Snapshot:
@@ -62,7 +70,13 @@ class Scanner:
             snap = Snapshot((), time.time(), "TensorBoard was started without --logdir")
         else:
             try:
-                snap = Snapshot(find_runs(self.logdir), time.time())
+                runs = self._walker.runs()
+                snap = Snapshot(runs, time.time(), notes=self._walker.notes)
+                if snap.notes != self._logged_notes:
+                    for n in snap.notes:
+                        if n not in self._logged_notes:
+                            log.warning("profile_compare: %s", n)
+                    self._logged_notes = snap.notes
             except Exception as e:  # never let a scan kill the thread
                 log.exception("profile_compare: scanning %s failed", self.logdir)
                 snap = Snapshot(self._snapshot.runs, time.time(), f"{self.logdir}: scan failed: {e}")

@@ -13,7 +13,8 @@ import json
 import os
 import re
 
-from ..discovery.probe import memo, rank_from_name, stats
+from ..discovery.probe import (Unreadable, memo, problem_of, rank_from_name, read_bytes,
+                               special_error, special_files, stats)
 from ..discovery.spec import WorkerSpec
 from .base import FormatDescriptor
 
@@ -49,34 +50,67 @@ def ascend_files(worker_dir: str) -> tuple[str, list[str], str | None]:
     return None, files, None
 
 
+_INFO_RE = re.compile(r"profiler_info(?:_(\d+))?\.json$")
+
+
 def profiler_info_rank(worker_dir: str):
     for d in (worker_dir, os.path.dirname(worker_dir)):
         try:
-            for n in os.listdir(d):
-                m = re.match(r"profiler_info(?:_(\d+))?\.json$", n)
-                if m:
-                    try:
-                        with open(os.path.join(d, n), "rb") as f:
-                            info = json.loads(f.read(1 << 20))
-                        r = info.get("rank_id")
-                        if isinstance(r, int) and r >= 0:
-                            return r
-                    except (OSError, ValueError, AttributeError):
-                        pass
-                    if m.group(1):
-                        return int(m.group(1))
+            names = os.listdir(d)
         except OSError:
-            pass
+            continue
+        for n in names:
+            m = _INFO_RE.match(n)
+            if m:
+                try:
+                    info = json.loads(read_bytes(os.path.join(d, n), 1 << 20))
+                    r = info.get("rank_id")
+                    if isinstance(r, int) and r >= 0:
+                        return r
+                except (OSError, ValueError, AttributeError, RecursionError):
+                    pass
+                if m.group(1):
+                    return int(m.group(1))
     return None
 
 
+def _specials(worker_dir: str) -> list:
+    """The FIFOs, sockets and devices among what the worker's readers may open: anything in the
+    worker folder and its ASCEND_PROFILER_OUTPUT, and profiler_info*.json in the folder above
+    (which the rank is read from)."""
+    out = os.path.join(worker_dir, ASCEND_OUT)
+    found = special_files(worker_dir)
+    if os.path.isdir(out):
+        found += special_files(out)
+    found += special_files(os.path.dirname(worker_dir), _INFO_RE.match)
+    return sorted(set(found))
+
+
 def classify_ascend_dir(run: str, worker_dir: str, worker_name: str | None = None) -> WorkerSpec:
-    _, files, _ = ascend_files(worker_dir)
-    key = ("ascend", run, worker_dir, worker_name, tuple(stats(files)))
-    return memo(key, lambda: _classify_ascend_dir(run, worker_dir, worker_name))
+    """The worker of an Ascend folder; never raises: a file that cannot be read (a FIFO named
+    like a profile file, damaged data, ...) makes the worker's error, naming the file."""
+    try:
+        specials = _specials(worker_dir)
+        _, files, _ = ascend_files(worker_dir)
+        key = ("ascend", run, worker_dir, worker_name, tuple(stats(files)), tuple(specials))
+        return memo(key, lambda: _classify_ascend_dir(run, worker_dir, worker_name, specials))
+    except Exception as e:  # noqa: BLE001 - the worker's problem, never the listing's
+        where = e.path if isinstance(e, Unreadable) else getattr(e, "filename", None) or worker_dir
+        return _unreadable_spec(run, worker_dir, worker_name, f"{where}: {problem_of(e)}")
 
 
-def _classify_ascend_dir(run: str, worker_dir: str, worker_name: str | None = None) -> WorkerSpec:
+def _unreadable_spec(run, worker_dir, worker_name, error) -> WorkerSpec:
+    base = os.path.basename(worker_dir.rstrip("/"))
+    framework = "MindSpore" if base.endswith("_ascend_ms") else "PyTorch"
+    prefix = "mindspore" if framework == "MindSpore" else "ascend"
+    return WorkerSpec(run, worker_name or base, f"{prefix}-text", "NPU", framework, worker_dir, (),
+                      rank_from_name(base), (), (), error)
+
+
+def _classify_ascend_dir(run: str, worker_dir: str, worker_name: str | None = None,
+                         specials: list = ()) -> WorkerSpec:
+    if specials:                        # never open them (a FIFO blocks whoever reads it)
+        return _unreadable_spec(run, worker_dir, worker_name, special_error(list(specials)))
     base = os.path.basename(worker_dir.rstrip("/"))
     framework = "MindSpore" if base.endswith("_ascend_ms") else "PyTorch"
     kind, files, db = ascend_files(worker_dir)
@@ -127,8 +161,7 @@ def _text_steps(worker_dir: str) -> tuple:
     out = os.path.join(worker_dir, ASCEND_OUT)
     path = os.path.join(out if os.path.isdir(out) else worker_dir, "step_trace_time.csv")
     try:
-        with open(path, "r", encoding="utf-8", errors="replace") as f:
-            lines = f.read(1 << 20).splitlines()[1:]
+        lines = read_bytes(path, 1 << 20).decode("utf-8", "replace").splitlines()[1:]
     except OSError:
         return ()
     steps = []

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 
+from ..discovery.probe import problem_of, special_error, special_files
 from ..discovery.spec import WorkerSpec, file_stat
 from .base import FormatDescriptor
 
@@ -20,8 +21,15 @@ def _spec(run: str, folder: str, dev: int, fmt: str) -> WorkerSpec | None:
     root = files.get("step_trace") or files.get("timeline")
     if root is None:
         return None
-    stats = tuple(file_stat(p) for p in sorted(files.values()))
+    bad = special_error(special_files(folder, lambda n: f"_{dev}" in n))
+    if bad:                             # a FIFO/socket/device named like this device's files
+        return WorkerSpec(run, f"device_{dev}", fmt, "NPU", "MindSpore", root, (), dev, (), (), bad)
     steps, error = (), None
+    try:
+        stats = tuple(file_stat(p) for p in sorted(files.values()))
+    except OSError as e:                # a file vanished since it was listed
+        return WorkerSpec(run, f"device_{dev}", fmt, "NPU", "MindSpore", root, (), dev, (), (),
+                          f"{e.filename or root}: {problem_of(e)}")
     if "step_trace" in files:
         try:
             steps = tuple(s[0] for s in _ms().read_step_trace(files["step_trace"], []))

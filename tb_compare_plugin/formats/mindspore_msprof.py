@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 
+from ..discovery.probe import special_error, special_files
 from ..discovery.spec import WorkerSpec, file_stat
 from .base import FormatDescriptor
 
@@ -29,6 +30,9 @@ def _spec(run: str, dev_dir: str, fmt: str):
     if not files["task_time"]:
         return None
     dev = int(_ms().DEVICE_RE.match(os.path.basename(dev_dir)).group(1))
+    bad = special_error(special_files(os.path.join(dev_dir, "timeline")))
+    if bad:                             # a FIFO/socket/device among the slices: never opened
+        return WorkerSpec(run, f"msprof_device_{dev}", fmt, "NPU", "MindSpore", dev_dir, (), dev, (), (), bad)
     stats = tuple(file_stat(p) for p in sorted(p for v in files.values() for p in v))
     has = (("communication", bool(files["hccl"])), ("kernels", True), ("memory", False), ("modules", False))
     return WorkerSpec(run, f"msprof_device_{dev}", fmt, "NPU", "MindSpore", dev_dir, stats, dev, (), has, None)

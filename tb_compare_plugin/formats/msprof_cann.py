@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 
+from ..discovery.probe import problem_of, read_bytes, special_error, special_files
 from ..discovery.spec import WorkerSpec, file_stat
 from .base import FormatDescriptor
 
@@ -32,8 +33,7 @@ def _m():
 
 def _head_rows(path: str, limit: int = 64 * 1024) -> list:
     try:
-        with open(path, "rb") as f:
-            lines = f.read(limit).decode("utf-8-sig", "replace").splitlines()
+        lines = read_bytes(path, limit).decode("utf-8-sig", "replace").splitlines()
     except OSError:
         return []
     if len(lines) < 2:
@@ -94,6 +94,17 @@ class MsprofCannFormat(FormatDescriptor):
                                   f"{prof}: raw msprof data only (device_*/data, no {_m().OUTPUT_DIR}/); "
                                   f"export it first with the msprof binary: msprof --export=on --output={prof}")
             return None
+        bad = special_error(special_files(out))
+        if bad:                             # a FIFO/socket/device in the export: never opened
+            return WorkerSpec(run, os.path.basename(prof), self.id, "NPU", "unknown", out, (), None, (), (), bad)
+        try:
+            return self._export(run, prof, out)
+        except Exception as e:  # noqa: BLE001 - a file that cannot be read is this worker's error
+            return WorkerSpec(run, os.path.basename(prof), self.id, "NPU", "unknown", out, (), None, (), (),
+                              f"{getattr(e, 'path', None) or getattr(e, 'filename', None) or out}: "
+                              f"{problem_of(e)}")
+
+    def _export(self, run: str, prof: str, out: str):
         files = _m().output_files(out)
         ops = files.get(("op_summary", "csv"), [])
         if not ops:

@@ -255,6 +255,8 @@ def read_json(path: str):
         raise LoadError(path, f"not valid UTF-8 text (byte {exc.start}: {exc.reason})") from None
     except json.JSONDecodeError as exc:
         raise LoadError(path, f"not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
+    except RecursionError:
+        raise LoadError(path, "not valid JSON here (nested too deeply to read)") from None
 
 
 def bandwidth_summary(comm: object) -> dict:
