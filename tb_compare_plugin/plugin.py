@@ -116,6 +116,9 @@ class ProfileComparePlugin(base_plugin.TBPlugin):
             "/export": r(self._export, post),
             "/compare/communication": r(self._compare_communication, both),
             "/compare/steps": r(self._compare_steps, both),
+            "/compare/timeline": r(self._compare_timeline, both),
+            "/compare/timeline/item": r(self._compare_timeline_item, both),
+            "/compare/timeline/range": r(self._compare_timeline_range, both),
             "/compare/*": r(self._compare_view, both),
             "/cluster": r(self._cluster, both),
             "/cluster/xlsx": r(self._cluster_xlsx, both),
@@ -308,6 +311,40 @@ class ProfileComparePlugin(base_plugin.TBPlugin):
         efficiency, per metric the across-step statistics with the noise verdict."""
         may_parse = self._accept_post(request)
         return self._reply(request, self._service.steps(*self._pair(request), may_parse))
+
+    def _timeline_query(self, request):
+        from .service.timeline import MAX_PX, DEFAULT_PX, Query
+        return Query(step=int_arg(request, "step"), start_ms=float_arg(request, "start_ms"),
+                     end_ms=float_arg(request, "end_ms"), px=int_arg(request, "px", DEFAULT_PX, 1, MAX_PX),
+                     align=arg(request, "align", required=False, max_len=64))
+
+    def _compare_timeline(self, request):
+        """Both sides' lanes of one window at a pixel width (``service.timeline``)."""
+        from .service import timeline
+        may_parse = self._accept_post(request)
+        q = self._timeline_query(request)
+        return self._reply(request, timeline.timeline(self._service, *self._pair(request), q, may_parse))
+
+    def _compare_timeline_range(self, request):
+        """Per side the totals per class of a time range (each side's step window by default)."""
+        from .service import timeline
+        may_parse = self._accept_post(request)
+        q = self._timeline_query(request)
+        return self._reply(request, timeline.timeline_range(self._service, *self._pair(request), q, may_parse))
+
+    def _compare_timeline_item(self, request):
+        """One item's details and its matched counterpart on the other side."""
+        from .service import timeline
+        may_parse = self._accept_post(request)
+        side = arg(request, "side", max_len=16)
+        if side not in ("baseline", "target"):
+            raise bad_param("side", f"parameter 'side' must be baseline or target, got {side[:40]!r}",
+                            ["baseline", "target"])
+        ident = arg(request, "id", max_len=32)
+        timeline.parse_id(ident)
+        q = self._timeline_query(request)
+        return self._reply(request, timeline.timeline_item(self._service, *self._pair(request), side, ident,
+                                                           q.step, q.align, may_parse))
 
     def _compare_overall(self, request):
         may_parse = self._accept_post(request)

@@ -1,0 +1,306 @@
+"""The timeline's lanes of one profile: what the side-by-side timeline draws, as sorted numpy columns.
+
+Owns :func:`side_lanes` (built once per profile in the derived cache, name ``"timeline_lanes"``),
+the class palette (:data:`CLASSES`) and how every device kernel gets its class: the overview's own
+categorisation (``overall._categorise`` over the whole capture, ``kernel_classes`` bucket codes)
+folded into the timeline's classes, so a kernel the overview counts as Matmul is drawn as matmul.
+
+Lanes (each :class:`Lane` holds columns sorted by start inside every depth *run*):
+
+* ``host``: one lane per (pid, tid) of host ops, nested by ``ops.depth`` (one run per depth);
+* ``device``: one lane per stream of kernels, coloured by class;
+* ``communication``: per communication group, its collectives (class communication) and, where the
+  profile has communication tasks, one lane per plane with each task ``wait`` (a Notify_Wait that
+  counts as waiting, as the overview counts it) or ``transmit``;
+* ``free``: the device's idle gaps (no kernel and no collective running on any stream).
+
+Besides the lanes, the totals a range selection needs (:mod:`timeline_range`) are prepared here
+once: every device kernel by start with its class, and the disjoint Computing / uncovered
+communication / wait intervals by the overview's rules.  Pure: no files, no HTTP, no format ids.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..model import KIND_COMM, KIND_COMPUTE, KIND_MEMCPY, KIND_MEMSET
+from ..model.derived import derived
+from ..model.intervals import intersect, subtract, union
+from . import kernel_classes as kc
+
+CLASSES = ("matmul", "conv", "flash_attention", "vector", "communication", "sdma", "other",
+           "host", "wait", "transmit", "free")
+CODE = {name: i for i, name in enumerate(CLASSES)}
+MATMUL, CONV, FA, VECTOR, COMM, SDMA, OTHER, HOST, WAIT, TRANSMIT, FREE = range(len(CLASSES))
+KERNEL_CLASSES = CLASSES[:7]
+
+# kernel_classes bucket code -> timeline class
+_BUCKET_CLASS = np.full(kc.N_CODES, OTHER, np.int8)
+for _codes, _cls in (((kc.FA_FWD_CUBE, kc.FA_FWD_VEC, kc.FA_BWD_CUBE, kc.FA_BWD_VEC, kc.PA), FA),
+                     ((kc.CONV_FWD_CUBE, kc.CONV_FWD_VEC, kc.CONV_BWD_CUBE, kc.CONV_BWD_VEC), CONV),
+                     ((kc.MM_CUBE, kc.MM_VEC, kc.CUBE_OTHER), MATMUL),
+                     ((kc.VEC_TRANS, kc.VEC_NOTRANS), VECTOR),
+                     ((kc.SDMA_TM,), SDMA), ((kc.MC2,), COMM)):
+    _BUCKET_CLASS[list(_codes)] = _cls
+
+# what a lane's ids point into: kernels, ops, comm_ops, comm_tasks, none (free gaps)
+SOURCE_PREFIX = {"kernels": "k", "ops": "o", "comm_ops": "c", "comm_tasks": "t", "": ""}
+
+
+@dataclass
+class Lane:
+    """One drawable lane: columns sorted by (depth, start); ``runs`` = [lo, hi) of each depth."""
+    name: str
+    kind: str                       # "host" | "device" | "communication" | "free"
+    source: str                     # table the rows point into ("" = none)
+    start_ns: np.ndarray
+    end_ns: np.ndarray
+    cls: np.ndarray                 # int8 class code (CLASSES)
+    label: np.ndarray               # int32 symbol id
+    row: np.ndarray                 # int64 row in ``source`` (-1 none)
+    depth: np.ndarray               # int16
+    runs: list = field(default_factory=list)        # [(depth, lo, hi)]
+    run_maxend: list = field(default_factory=list)  # running max of end_ns per run
+
+    def __len__(self) -> int:
+        return len(self.start_ns)
+
+
+@dataclass
+class Lanes:
+    """Every lane of one side plus the prepared range totals (see module docstring)."""
+    lanes: list
+    symbols: object                 # the profile's SymbolTable (labels); never the profile itself
+    span: tuple | None              # (first, last) ns of device activity
+    # every device kernel by start: for per-class totals of a range
+    k_start: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    k_end: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    k_cls: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int8))
+    k_maxend: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    # disjoint sorted intervals: Computing, uncovered communication, its waiting part
+    computing: tuple = ()
+    uncovered: tuple = ()
+    wait: tuple = ()
+    kernel_class: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int8))  # per kernels row
+    task_class: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int8))    # per comm_tasks row
+    warnings: list = field(default_factory=list)
+
+    def lane(self, name: str) -> Lane:
+        for ln in self.lanes:
+            if ln.name == name:
+                return ln
+        raise KeyError(name)
+
+
+def side_lanes(profile, options=None) -> Lanes:
+    """The lanes of ``profile``, built once (derived cache ``"timeline_lanes"``)."""
+    return derived(profile, "timeline_lanes", lambda: build_lanes(profile))
+
+
+# ------------------------------------------------------------------------------- classification
+
+def kernel_classes(profile) -> np.ndarray:
+    """Timeline class code (int8) of every kernels row, by the overview's categorisation."""
+    from .overall import _categorise
+    from .overall_gpu import GpuRows
+    from .overall_steps import select
+    k = profile.kernels
+    n = len(k)
+    kind = k["kind"].to_numpy()
+    cls = np.full(n, OTHER, np.int8)
+    cls[(kind == KIND_MEMCPY) | (kind == KIND_MEMSET)] = SDMA
+    cls[kind == KIND_COMM] = COMM
+    if not n:
+        return cls
+    sel = select(profile, None)
+    gpu = GpuRows(profile, sel, False) if profile.meta.device != "NPU" else None
+    if gpu is not None:
+        cls[gpu.rows[gpu.nccl]] = COMM
+        cls[gpu.rows[gpu.sdma]] = SDMA
+    rows, codes, hide = _categorise(profile, sel, False, gpu)
+    if not hide and len(rows):
+        cls[rows] = _BUCKET_CLASS[codes]
+    # NPU: tasks the overview counts as Lccl run collectives on AI vector cores
+    lccl = kc.text_flags(profile.symbols, k["name"].to_numpy(), lambda s: s == "kernel_aivec")
+    cls[lccl] = COMM
+    return cls
+
+
+# ------------------------------------------------------------------------------- building
+
+def _lane(name, kind, source, start, end, cls, label, row, depth=None) -> Lane:
+    start = np.asarray(start, np.int64)
+    end = np.maximum(np.asarray(end, np.int64), start)
+    n = len(start)
+    depth = np.zeros(n, np.int16) if depth is None else np.maximum(np.asarray(depth), 0).astype(np.int16)
+    order = np.lexsort((start, depth))
+    ln = Lane(name, kind, source, start[order], end[order], np.asarray(cls, np.int8)[order] if np.ndim(cls)
+              else np.full(n, cls, np.int8), np.asarray(label, np.int32)[order], np.asarray(row, np.int64)[order],
+              depth[order])
+    d = ln.depth
+    cuts = np.flatnonzero(d[1:] != d[:-1]) + 1
+    bounds = np.concatenate([[0], cuts, [n]]) if n else np.zeros(1, np.int64)
+    for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+        ln.runs.append((int(d[lo]), lo, hi))
+        ln.run_maxend.append(np.maximum.accumulate(ln.end_ns[lo:hi]))
+    return ln
+
+
+def _valid(start, dur):
+    return (np.asarray(start) >= 0) & (np.asarray(dur) >= 0)
+
+
+def _host_lanes(profile) -> list:
+    ops = profile.ops
+    if not len(ops):
+        return []
+    s, d = ops["start_ns"].to_numpy(), ops["dur_ns"].to_numpy()
+    ok = _valid(s, d)
+    pid, tid = ops["pid"].to_numpy(), ops["tid"].to_numpy()
+    out = []
+    keys = np.unique(np.stack([pid[ok], tid[ok]], axis=1), axis=0) if ok.any() else []
+    bwd = profile.meta.bwd_tid
+    for p, t in keys:
+        rows = np.flatnonzero(ok & (pid == p) & (tid == t))
+        name = f"host {int(p)}/{int(t)}" + (" (backward)" if bwd is not None and int(t) == int(bwd) else "")
+        out.append(_lane(name, "host", "ops", s[rows], s[rows] + d[rows], HOST, ops["name"].to_numpy()[rows],
+                         rows, ops["depth"].to_numpy()[rows]))
+    # the main thread (most ops) first, as the trace viewers do
+    out.sort(key=lambda ln: -len(ln))
+    return out
+
+
+def _device_lanes(profile, cls) -> list:
+    k = profile.kernels
+    if not len(k):
+        return []
+    s, d = k["start_ns"].to_numpy(), k["dur_ns"].to_numpy()
+    ok = _valid(s, d)
+    stream = k["stream"].to_numpy()
+    out = []
+    for st in np.unique(stream[ok]).tolist():
+        rows = np.flatnonzero(ok & (stream == st))
+        name = f"stream {st}" if st >= 0 else "device (no stream)"
+        out.append(_lane(name, "device", "kernels", s[rows], s[rows] + d[rows], cls[rows],
+                         k["name"].to_numpy()[rows], rows))
+    return out
+
+
+def _counted_waits(profile) -> np.ndarray:
+    from .overall_npu import _counted_notify_waits
+    ct = profile.comm_tasks
+    return _counted_notify_waits(profile, np.arange(len(ct)))
+
+
+def _comm_lanes(profile) -> list:
+    co, ct, sym = profile.comm_ops, profile.comm_tasks, profile.symbols
+    out = []
+    cs, cd = co["start_ns"].to_numpy(), co["dur_ns"].to_numpy()
+    cok = _valid(cs, cd)
+    cgroup = co["group"].to_numpy()
+    ts, td = ct["start_ns"].to_numpy(), ct["dur_ns"].to_numpy()
+    tok = _valid(ts, td)
+    tgroup, plane = ct["group"].to_numpy(), ct["plane"].to_numpy()
+    counted = _counted_waits(profile) if len(ct) else np.zeros(0, bool)
+    groups = sorted(set(np.unique(cgroup[cok]).tolist()) | set(np.unique(tgroup[tok]).tolist()))
+    for g in groups:
+        gname = sym.string(g) or "(no group)"
+        rows = np.flatnonzero(cok & (cgroup == g))
+        if len(rows):
+            label = co["name"].to_numpy()[rows]
+            lname = gname if any(ch.isalpha() for ch in gname) else f"group {gname}"
+            out.append(_lane(lname, "communication", "comm_ops", cs[rows], cs[rows] + cd[rows], COMM,
+                             label, rows))
+        for p in np.unique(plane[tok & (tgroup == g)]).tolist():
+            trows = np.flatnonzero(tok & (tgroup == g) & (plane == p))
+            tcls = np.where(counted[trows], WAIT, TRANSMIT).astype(np.int8)
+            out.append(_lane(f"{gname} plane {p}", "communication", "comm_tasks", ts[trows], ts[trows] + td[trows],
+                             tcls, ct["name"].to_numpy()[trows], trows))
+    return out
+
+
+def _busy(profile):
+    """Disjoint intervals when the device runs anything (kernels on any stream, collectives)."""
+    k, co = profile.kernels, profile.comm_ops
+    ks, kd = k["start_ns"].to_numpy(), k["dur_ns"].to_numpy()
+    cs, cd = co["start_ns"].to_numpy(), co["dur_ns"].to_numpy()
+    ok, cok = _valid(ks, kd), _valid(cs, cd)
+    return union(np.concatenate([ks[ok], cs[cok]]), np.concatenate([(ks + kd)[ok], (cs + cd)[cok]]))
+
+
+def _free_lane(busy_s, busy_e) -> Lane:
+    gs, ge = busy_e[:-1], busy_s[1:]
+    keep = ge > gs
+    gs, ge = gs[keep], ge[keep]
+    return _lane("device idle", "free", "", gs, ge, FREE, np.zeros(len(gs), np.int32), np.full(len(gs), -1))
+
+
+def _range_intervals(profile, cls):
+    """(computing, uncovered, wait) disjoint intervals by the overview's rules: the profiler's own
+    Overlap Analysis when it wrote one (and the device tasks are not a database's), else the union
+    of compute kernels and, around it, the collectives (NCCL kernels / HCCL ops)."""
+    k, co, ov = profile.kernels, profile.comm_ops, profile.overlap
+    ks, ke = k["start_ns"].to_numpy(), k["start_ns"].to_numpy() + k["dur_ns"].to_numpy()
+    kok = _valid(k["start_ns"].to_numpy(), k["dur_ns"].to_numpy())
+    if len(ov) and not profile.meta.task_types_from_db:
+        kind, s = ov["kind"].to_numpy(), ov["start_ns"].to_numpy()
+        e = s + ov["dur_ns"].to_numpy()
+        comp = union(s[kind == 0], e[kind == 0])
+        unc = union(s[kind == 2], e[kind == 2])
+    else:
+        compute = kok & np.isin(cls, (MATMUL, CONV, FA, VECTOR, OTHER)) & (k["kind"].to_numpy() == KIND_COMPUTE)
+        if profile.meta.device == "NPU":
+            compute &= k["detail"].to_numpy() | ~k["detail"].to_numpy().any()
+        comp = union(ks[compute], ke[compute])
+        if profile.meta.device == "NPU":
+            cs, cd = co["start_ns"].to_numpy(), co["dur_ns"].to_numpy()
+            cok = _valid(cs, cd)
+            ms, me = cs[cok], (cs + cd)[cok]
+        else:
+            nccl = kok & (cls == COMM)
+            ms, me = ks[nccl], ke[nccl]
+        alls, alle = union(np.concatenate([comp[0], ms]), np.concatenate([comp[1], me]))
+        unc = subtract(alls, alle, comp[0], comp[1], b_inside_a=True)
+    ct = profile.comm_tasks
+    if len(ct):
+        counted = _counted_waits(profile)
+        grp, plane = ct["group"].to_numpy(), ct["plane"].to_numpy()
+        dur = ct["dur_ns"].to_numpy()
+        pick = np.zeros(len(ct), bool)
+        for g in np.unique(grp[counted]).tolist():          # per group the plane the overview counts:
+            gm = counted & (grp == g)                       # the one with the least counted waiting
+            planes = np.unique(plane[gm])
+            sums = [int(dur[gm & (plane == p)].sum()) for p in planes.tolist()]
+            pick |= gm & (plane == planes[int(np.argmin(sums))])
+        ts = ct["start_ns"].to_numpy()[pick]
+        te = ts + dur[pick]
+        ws, we = union(ts, te)
+        wait = intersect(ws, we, unc[0], unc[1])
+    else:
+        wait = (np.zeros(0, np.int64), np.zeros(0, np.int64))
+    return comp, unc, wait
+
+
+def build_lanes(profile) -> Lanes:
+    """Every lane of ``profile`` (see module docstring); call :func:`side_lanes` for the cached one."""
+    cls = kernel_classes(profile)
+    busy_s, busy_e = _busy(profile)
+    lanes = _host_lanes(profile) + _device_lanes(profile, cls) + _comm_lanes(profile)
+    if len(busy_s):
+        lanes.append(_free_lane(busy_s, busy_e))
+    k = profile.kernels
+    s, d = k["start_ns"].to_numpy(), k["dur_ns"].to_numpy()
+    ok = np.flatnonzero(_valid(s, d))
+    order = ok[np.argsort(s[ok], kind="stable")]
+    out = Lanes(lanes, profile.symbols, (int(busy_s[0]), int(busy_e[-1])) if len(busy_s) else None)
+    out.k_start, out.k_end, out.k_cls = s[order], (s + d)[order], cls[order]
+    out.k_maxend = np.maximum.accumulate(out.k_end) if len(order) else out.k_end
+    out.kernel_class = cls
+    out.computing, out.uncovered, out.wait = _range_intervals(profile, cls)
+    out.task_class = np.where(_counted_waits(profile), WAIT, TRANSMIT).astype(np.int8) if len(profile.comm_tasks) \
+        else np.zeros(0, np.int8)
+    dropped = int(len(k) - len(ok))
+    if dropped:
+        out.warnings.append(f"{dropped} kernels without a start time or with a negative duration are not drawn")
+    return out

@@ -1,0 +1,76 @@
+"""Totals of a time range of one side, for the timeline's range selection.
+
+Owns :func:`range_totals`: per kernel class the kernels' time inside the range (each kernel
+clipped to it), and by the overview's rules Computing (its union of compute work, or the
+profiler's Overlap Analysis), uncovered Communication with its Wait / Transmit split and Free
+(the rest of the range), all from the intervals :mod:`timeline_lanes` prepared once.  A range
+equal to one step's device window gives that step's Overview / Steps figures.  Pure.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .timeline_lanes import KERNEL_CLASSES, CLASSES
+
+
+def _clipped_length(iv: tuple, lo: int, hi: int) -> int:
+    """Length of disjoint sorted intervals ``iv`` inside [lo, hi)."""
+    s, e = iv
+    if not len(s) or hi <= lo:
+        return 0
+    a = int(np.searchsorted(e, lo, side="right"))
+    b = int(np.searchsorted(s, hi, side="left"))
+    if b <= a:
+        return 0
+    return int((np.minimum(e[a:b], hi) - np.maximum(s[a:b], lo)).clip(min=0).sum())
+
+
+def range_totals(profile, lanes, start_ns: int, end_ns: int) -> dict:
+    """``{class: ms}`` of [start_ns, end_ns) for one side (see module docstring).
+
+    Keys: the kernel classes (``matmul`` .. ``other``: Σ of their kernels' time in the range),
+    ``computing``, ``communication`` (uncovered by computing), ``wait``, ``transmit``
+    (= communication − wait), ``free`` (= range − computing − communication) and ``range``."""
+    lo, hi = int(start_ns), int(max(end_ns, start_ns))
+    out = {c: 0.0 for c in KERNEL_CLASSES}
+    ks = lanes.k_start
+    if len(ks) and hi > lo:
+        a = int(np.searchsorted(lanes.k_maxend, lo, side="right"))
+        b = int(np.searchsorted(ks, hi, side="left"))
+        s, e, c = ks[a:b], lanes.k_end[a:b], lanes.k_cls[a:b]
+        d = (np.minimum(e, hi) - np.maximum(s, lo)).clip(min=0)
+        per = np.bincount(c.astype(np.int64), weights=d.astype(np.float64), minlength=len(CLASSES))
+        for i, name in enumerate(KERNEL_CLASSES):
+            out[name] = float(per[i]) / 1e6
+    comp = _clipped_length(lanes.computing, lo, hi)
+    unc = _clipped_length(lanes.uncovered, lo, hi)
+    wait = _clipped_length(lanes.wait, lo, hi)
+    out.update(computing=comp / 1e6, communication=unc / 1e6, wait=wait / 1e6, transmit=(unc - wait) / 1e6,
+               free=max(0, hi - lo - comp - unc) / 1e6, range=(hi - lo) / 1e6)
+    return out
+
+
+def step_window(profile, step: int) -> tuple[int, int]:
+    """[first, last) ns of ``step``'s device window as the overview counts its E2E: from the step's
+    first device activity (its kernels, and the Overlap Analysis intervals / collectives starting
+    inside it) to its last, or on to the next step's first device activity when that comes later
+    (the gap before the next step is this step's Free time).  Raises ``StepError``."""
+    from .overall_steps import select
+    sel = select(profile, step)
+    k, ov, co = profile.kernels, profile.overlap, profile.comm_ops
+    starts, ends = [], []
+    for df, mask in ((k, sel.kernels), (ov, sel.overlap), (co, sel.comm_ops)):
+        if len(df) and mask.any():
+            s = df["start_ns"].to_numpy()[mask]
+            e = s + df["dur_ns"].to_numpy()[mask]
+            ok = s >= 0
+            if ok.any():
+                starts.append(int(s[ok].min()))
+                ends.append(int(e[ok].max()))
+    if not starts:
+        lo, hi = sel.window
+        return int(lo), int(hi)
+    lo, hi = min(starts), max(ends)
+    if sel.next_start is not None and sel.next_start > hi:
+        hi = int(sel.next_start)
+    return lo, hi
