@@ -17,10 +17,14 @@ references into them (msgspec ``Raw`` values must be converted before it returns
 
 :func:`read_head` is the cheap variant for discovery: it looks at most ``limit`` decompressed bytes.
 
-Long runs of whitespace (legal anywhere between tokens) cost what events cost: they are skipped
-with :func:`skip_ws` (numpy, ~1 ns a byte) or inside regular expressions, never byte by byte in
-Python; a run right after a cut (e.g. a ``traceEvents`` array holding nothing but whitespace) is
-dropped from the buffer instead of held, and the head is rescanned only when its buffer doubled.
+Memory stays bounded whatever the expanded size (a few MB of gzip can expand to GBs of whitespace):
+a streamed buffer never holds a long run of whitespace outside a string.  Each block is looked at
+on a sparse grid as it arrives (:meth:`_State.feed`); a run of at least ``COLLAPSE_MIN`` bytes that
+is not inside a string is cut to its first byte as it streams, and the bytes dropped are recorded
+(``_State.gaps``) so every offset reported stays the file's own.  What cannot be dropped (text
+inside a string, one event) is bounded instead: more than ``MAX_SPAN`` bytes without an event
+boundary is a :class:`LoadError` naming the file.  A big plain file is mapped and decoded in place
+(its pages are the page cache's, given back as the decode passes them).
 """
 from __future__ import annotations
 
@@ -46,7 +50,11 @@ _ARRAY_END = re.compile(rb"\}\s*\]")
 _TOKEN = re.compile(rb'[ \t\r\n]+|"(?:[^"\\]|\\.)*"[ \t\r\n]*:?|[{}\[\]]')
 _WS_SHORT = re.compile(rb"[ \t\r\n]*")
 WS_BLOCK = 1 << 20              # skip_ws looks at most this many bytes per numpy pass
-SQUEEZE_MIN = 64 << 10          # whitespace runs at least this long after a cut are dropped
+COLLAPSE_MIN = 4096             # whitespace runs at least this long (outside strings) are cut to one byte
+_GRID = COLLAPSE_MIN // 4       # ... found by looking at every _GRID-th byte of a block
+MAX_SPAN = 256 << 20            # more than this without an event boundary: an error, not a buffer
+_WS = frozenset(b" \t\r\n")
+_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
 
 
 def skip_ws(buf, i: int, n: int) -> int:
@@ -219,20 +227,19 @@ def iter_event_chunks(path: str, decode: Callable[[memoryview], Any], chunk_byte
     res = result if result is not None else StreamResult()
     src = ByteSource(path)
     mapped = src.map()                                # big plain file: decoded in place
-    st = None
+    st = _State(mapped if mapped is not None else bytearray(), 0, path, decode, mapped=mapped is not None)
     try:
-        buf = mapped if mapped is not None else bytearray()
         scanned = 0
         while True:                                   # 1. the head: find the array
-            data = src.read()
-            if data:
-                buf += data
             if mapped is None:
+                st.feed(src.read())
+                buf = st.buf
                 if not src.eof and len(buf) < min(max(2 * scanned, 64 << 10), HEAD_LIMIT):
                     continue                          # rescan only a buffer that doubled
                 scanned = len(buf)
                 mode, key_at, lb = _find_events_start(buf, path, complete=src.eof)
             else:
+                buf = st.buf
                 mode, key_at, lb = _find_events_start(buf, path, len(buf) <= HEAD_LIMIT, HEAD_LIMIT)
                 if mode == "more":
                     raise LoadError(path, f"not a trace: no \"traceEvents\" array in the first "
@@ -241,7 +248,7 @@ def iter_event_chunks(path: str, decode: Callable[[memoryview], Any], chunk_byte
                 break
         res.mode = mode
         head_outside = _head_dict(bytes(buf[:key_at]), path) if mode == "object" else {}
-        st = _State(buf, lb, path, decode, mapped=mapped is not None)
+        st.cstart = lb
 
         search_from = st.cstart + chunk_bytes          # 2. the body, cut by cut
         fails = 0
@@ -249,25 +256,14 @@ def iter_event_chunks(path: str, decode: Callable[[memoryview], Any], chunk_byte
             buf = st.buf
             if len(buf) < search_from and not src.eof:
                 st.feed(src.read())
+                st.check_span()
                 continue
             m = _CUT.search(buf, min(search_from, len(buf)))
             if m is None:
-                q = st.trailing_cut() if not src.eof else None
-                if q is not None:                     # events, ',', then a long run of whitespace
-                    status, value = st.run(q, speculative=True)
-                    if status == "ok":
-                        res.chunks += 1
-                        yield value
-                        st.consume(q)
-                        st.squeeze()
-                        search_from = st.cstart + chunk_bytes
-                        fails = 0
-                        continue
                 if not src.eof:
-                    search_from -= st.squeeze()
-                    buf = st.buf
-                    search_from = max(search_from, len(buf) - 4096, 0)
-                    st.feed(st.next_block(src))
+                    search_from = max(search_from, len(buf) - 3 * COLLAPSE_MIN, 0)
+                    st.feed(src.read())
+                    st.check_span()
                     continue
                 break
             comma = buf.find(b",", m.start())
@@ -288,6 +284,7 @@ def iter_event_chunks(path: str, decode: Callable[[memoryview], Any], chunk_byte
             search_from = m.end() if fails == 1 else st.cstart + 2 * span
         while not src.eof:                            # 3. the rest: last events, ']', tail
             st.feed(src.read())
+            st.check_span()
         last = _finish(st, mode, path)
         if last is not None:
             value, tail_outside = last
@@ -296,12 +293,11 @@ def iter_event_chunks(path: str, decode: Callable[[memoryview], Any], chunk_byte
         else:
             tail_outside = st.tail_outside
         res.outside = {**head_outside, **tail_outside}
-        res.total_bytes = st.base + len(st.buf)
+        res.total_bytes = st.abs_at(len(st.buf))
         if progress is not None:
             progress(1.0)
     finally:
-        if st is not None:
-            st.buf = None
+        st.buf = None
         buf = None
         if mapped is not None:
             try:
@@ -312,92 +308,136 @@ def iter_event_chunks(path: str, decode: Callable[[memoryview], Any], chunk_byte
 
 
 class _State:
-    """The buffer, the absolute offset of its first byte and the start of the next chunk."""
+    """The buffer, the absolute offset of its first byte and the start of the next chunk.
+
+    Streamed (not mapped), the buffer is the file with long whitespace runs outside strings cut
+    short (:meth:`feed`).  Offsets: ``base`` counts the bytes kept before ``buf[0]``, ``hidden``
+    the bytes dropped before it, and ``gaps`` holds ``[kept offset, dropped]`` for the runs cut
+    inside the buffer, so :meth:`abs_at` gives any byte's offset in the file."""
 
     def __init__(self, buf, cstart: int, path: str, decode, mapped: bool = False) -> None:
         self.buf = buf                # a bytearray, or the whole file mapped (then base stays 0)
         self.base = 0
+        self.hidden = 0
+        self.gaps: list = []          # [base + index of the byte after the cut, bytes dropped]
         self.cstart = cstart          # buf[cstart] is '[' or the ',' before the next event
         self.path = path
         self.decode = decode
         self.tail_outside: dict = {}
         self.mapped = mapped
         self.dropped = 0              # mapped: pages before this offset were given back
-        self.sep_at = None            # squeezed: where the separator at cstart really is
-        self.ws_checked = 0           # trailing_cut: bytes before this absolute offset were looked at
-        self.ws_from: Optional[int] = None   # ... and the whitespace run at the end starts here
-        self.tried = -1               # ... the ',' last tried as a cut
+        self.outside_at = 0           # a kept offset known to lie outside any string
+        self.ws_in_string = -1        # the kept offset where a whitespace run inside a string ends
+
+    def abs_at(self, i: int) -> int:
+        """The offset in the file of ``buf[i]`` (``i == len(buf)``: the end of what was read)."""
+        at = self.base + i
+        return at + self.hidden + sum(d for k, d in self.gaps if k <= at)
 
     def feed(self, data: bytes) -> None:
-        if data:
-            self.buf += data
-
-    def squeeze(self) -> int:
-        """Drop a long whitespace run right after the cut at ``cstart`` (not mapped): the
-        separator moves to the run's last byte, so later offsets stay exact.  Returns the
-        number of bytes removed from the front of the buffer."""
-        if self.mapped:
-            return 0
+        if not data:
+            return
         buf = self.buf
-        j = skip_ws(buf, self.cstart + 1, len(buf))
-        if j - self.cstart - 1 < SQUEEZE_MIN:
-            return 0
-        if self.sep_at is None:
-            self.sep_at = self.base + self.cstart
-        buf[j - 1] = buf[self.cstart]
-        del buf[:j - 1]
-        self.base += j - 1
-        self.cstart = 0
-        return j - 1
+        start = len(buf)
+        buf += data
+        if not self.mapped:
+            self._collapse(start)
 
-    def trailing_cut(self) -> Optional[int]:
-        """A cut worth trying when the buffer ends with a long whitespace run (not mapped):
-        the ',' right before the run, if a '}' comes before it, tried once.  Only the bytes fed
-        since the last call are scanned, so a long run costs its length once."""
-        if self.mapped:
-            return None
+    def _collapse(self, start: int) -> None:
+        """Cut the whitespace runs of at least ``COLLAPSE_MIN`` bytes outside strings in
+        ``buf[start:]`` (just fed) to their first byte, recording what was dropped.  Runs are
+        found on a grid: one that long holds three grid bytes in a row, so normal text costs a
+        look at one byte in ``_GRID``; a run going on from the bytes before ``start`` is checked
+        at ``start``.  Bytes before ``start`` are never moved (callers hold offsets into them)."""
         buf = self.buf
         n = len(buf)
-        first = self.base + self.cstart + 1           # absolute offset of the chunk's first byte
-        lo = max(self.ws_checked, first) - self.base
-        if lo < n:
-            k = last_non_ws(buf, lo, n)
-            if k >= lo:
-                self.ws_from = self.base + k + 1
-            elif self.ws_from is None or self.ws_from < first:
-                self.ws_from = first
-        self.ws_checked = self.base + n
-        if self.ws_from is None or self.base + n - self.ws_from < SQUEEZE_MIN:
-            return None
-        q = self.ws_from - 1 - self.base
-        if q <= self.cstart or buf[q] != 0x2C or self.base + q == self.tried:
-            return None
-        p = last_non_ws(buf, self.cstart + 1, q)
-        if p <= self.cstart or buf[p] != 0x7D:
-            return None
-        self.tried = self.base + q
-        return q
+        base = self.base
+        known = self.outside_at - base                # an index known to be outside any string
+        if not self.cstart <= known <= start:
+            known = self.cstart
+        drops = []                                    # (from, to): buf[from:to] goes
+        gone = 0                                      # bytes in drops so far
+        known_kept = None                             # kept offset of the last run found outside
+        in_string_to_end = False
 
-    def next_block(self, src: ByteSource) -> bytes:
-        """The next block to feed; while nothing but the separator is pending (not mapped),
-        blocks of nothing but whitespace are counted and skipped instead of buffered."""
-        data = src.read()
-        if self.mapped or len(self.buf) != self.cstart + 1:
-            return data
-        while data and skip_ws(data, 0, len(data)) == len(data):
-            if self.sep_at is None:
-                self.sep_at = self.base + self.cstart
-            self.base += len(data)
-            data = src.read()
-        return data
+        def outside(rs: int) -> bool:
+            nonlocal known, known_kept
+            if not self._outside(known, rs):
+                return False
+            known, known_kept = rs, base + rs - gone
+            return True
+
+        def drop(a: int, b: int) -> None:
+            nonlocal gone
+            drops.append((a, b))
+            self.gaps.append([base + a - gone, b - a])
+            gone += b - a
+
+        pos = start
+        if start > 0 and buf[start - 1] in _WS and buf[start] in _WS:
+            j = skip_ws(buf, start, n)
+            if self.ws_in_string == base + start:     # a run inside a string, going on
+                in_string_to_end = j == n
+            else:
+                rs = last_non_ws(buf, max(self.cstart + 1, start - COLLAPSE_MIN), start) + 1
+                if j - rs >= COLLAPSE_MIN:
+                    if outside(rs):
+                        drop(start, j)                # the run's first bytes are kept already
+                    else:
+                        in_string_to_end = j == n
+            pos = j
+        if n - pos >= 3 * _GRID:
+            grid = buf[pos:n:_GRID]
+            k, last = 0, len(grid) - 2
+            while k < last:
+                if grid[k] in _WS and grid[k + 1] in _WS and grid[k + 2] in _WS:
+                    p = pos + k * _GRID
+                    rs = last_non_ws(buf, max(pos, p - _GRID), p) + 1
+                    j = skip_ws(buf, p, n)
+                    if j - rs >= COLLAPSE_MIN:
+                        if outside(rs):
+                            drop(rs + 1, j)
+                        else:
+                            in_string_to_end = j == n
+                    k = (j - pos) // _GRID + 1
+                else:
+                    k += 1
+        if known_kept is not None:
+            self.outside_at = known_kept
+        if drops:
+            kept, at = [], start
+            for a, b in drops:
+                kept.append(buf[at:a])
+                at = b
+            kept.append(buf[at:n])
+            buf[start:] = b"".join(kept)
+        self.ws_in_string = self.base + len(buf) if in_string_to_end else -1
+
+    def _outside(self, p: int, rs: int) -> bool:
+        """Is ``buf[rs]`` outside any string, given that ``buf[p]`` (``p <= rs``) is?"""
+        buf = self.buf
+        while True:
+            q = buf.find(b'"', p, rs)
+            if q < 0:
+                return True
+            m = _STRING.match(buf, q, rs)
+            if m is None:
+                return False                          # a string open at rs (or broken JSON)
+            p = m.end()
+
+    def check_span(self) -> None:
+        """More than ``MAX_SPAN`` bytes held without an event boundary: no profile is like that."""
+        if not self.mapped and len(self.buf) - self.cstart > MAX_SPAN:
+            raise LoadError(self.path, f"more than {MAX_SPAN >> 20} MB without a boundary between events "
+                                       f"from byte {_fmt(self.abs_at(self.cstart))} on (one event or string "
+                                       "that long is not a profile's)")
 
     def sep_offset(self) -> int:
-        """Absolute offset of the separator at ``cstart`` (where it was before a squeeze)."""
-        return self.sep_at if self.sep_at is not None else self.base + self.cstart
+        """Absolute offset of the separator at ``cstart``."""
+        return self.abs_at(self.cstart)
 
     def consume(self, comma: int) -> None:
         """Drop the bytes of a decoded chunk; the ',' at ``comma`` becomes the next '[' slot."""
-        self.sep_at = None
         if self.mapped:
             self.cstart = comma
             self.dropped = drop_behind(self.buf, self.dropped, comma)
@@ -405,6 +445,9 @@ class _State:
         del self.buf[:comma]
         self.base += comma
         self.cstart = 0
+        gaps = self.gaps
+        while gaps and gaps[0][0] <= self.base:
+            self.hidden += gaps.pop(0)[1]
 
     def done_fraction(self, src: ByteSource) -> float:
         if self.mapped:
@@ -431,23 +474,24 @@ class _State:
             if "trailing characters" in msg:
                 return "trailing", None
             off = _error_offset(msg)
-            where = (f" at byte {_fmt(self.base + self.cstart + off)}" if off is not None else
-                     f" in bytes {_fmt(self.base + self.cstart)}..{_fmt(self.base + close)}")
+            where = (f" at byte {_fmt(self.abs_at(self.cstart + off))}" if off is not None else
+                     f" in bytes {self._span(close)}")
             raise LoadError(self.path, f"malformed JSON{where}: {_reason(msg)}") from None
         except UnicodeDecodeError:
             if speculative:
                 return "bad", None
-            span = f"{_fmt(self.base + self.cstart)}..{_fmt(self.base + close)}"
-            raise LoadError(self.path, f"the file is not valid UTF-8 text (in bytes {span})") from None
+            raise LoadError(self.path, f"the file is not valid UTF-8 text (in bytes {self._span(close)})") from None
         except RecursionError:
             if speculative:
                 return "bad", None
-            span = f"{_fmt(self.base + self.cstart)}..{_fmt(self.base + close)}"
-            raise LoadError(self.path, f"JSON nested too deeply in bytes {span} ({TOO_DEEP})") from None
+            raise LoadError(self.path, f"JSON nested too deeply in bytes {self._span(close)} ({TOO_DEEP})") from None
         finally:
             buf[close] = saved_close
             buf[self.cstart] = saved_open
             self._release(view)
+
+    def _span(self, close: int) -> str:
+        return f"{_fmt(self.abs_at(self.cstart))}..{_fmt(self.abs_at(close))}"
 
     def _release(self, view: memoryview) -> None:
         """Release the chunk view; if ``decode`` leaked a reference into it, continue on a copy."""
@@ -492,7 +536,7 @@ def _explain_unclosed(st: _State, mode: str, path: str):
     """The remainder cannot be closed as the events array + the object's tail: say why."""
     buf = st.buf
     rest = b"[" + bytes(buf[st.cstart + 1:])
-    where = st.base + st.cstart           # rest[i] is at absolute offset where + i
+    at = lambda i: st.abs_at(st.cstart + i)      # rest[i] is buf[cstart + i]
     try:
         items = msgspec.json.decode(rest)
     except UnicodeDecodeError:
@@ -503,7 +547,11 @@ def _explain_unclosed(st: _State, mode: str, path: str):
         msg = str(e)
         off = _error_offset(msg)
         if "truncated" in msg or off is None:
-            _raise_trunc(path, st.base + len(buf))
+            _raise_trunc(path, st.abs_at(len(buf)))
+        if "trailing comma" in msg:                   # said where the ',' is, not the ']'
+            comma = last_non_ws(rest, 0, off)
+            if comma >= 0 and rest[comma] == 0x2C:
+                raise LoadError(path, f"malformed JSON at byte {_fmt(at(comma))}: ',' before ']'")
         if "trailing characters" in msg:
             try:
                 items = msgspec.json.decode(rest[:off])
@@ -511,11 +559,11 @@ def _explain_unclosed(st: _State, mode: str, path: str):
                 items = []
             if all(isinstance(x, dict) for x in items):
                 raise LoadError(path, "malformed JSON after the traceEvents array "
-                                      f"(byte {_fmt(where + off)})") from None
+                                      f"(byte {_fmt(at(off))})") from None
         else:
-            raise LoadError(path, f"malformed JSON at byte {_fmt(where + off)}: {_reason(msg)}") from None
+            raise LoadError(path, f"malformed JSON at byte {_fmt(at(off))}: {_reason(msg)}") from None
     if mode == "object" and all(isinstance(x, dict) for x in items):
-        _raise_trunc(path, st.base + len(buf), where="after the traceEvents array, before the closing '}'")
+        _raise_trunc(path, st.abs_at(len(buf)), where="after the traceEvents array, before the closing '}'")
     raise LoadError(path, "not a trace: the traceEvents array does not hold event objects")
 
 
