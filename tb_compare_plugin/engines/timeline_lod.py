@@ -6,7 +6,7 @@ running maximum of its ends, so an event that started before the window and stil
 events at least one bin wide are drawn as they are, and runs of consecutive narrower events that
 fall in the same bin are merged into one *summary block* (its extent, its event count and its
 class mix in ms; its class the mix's largest).  A bin is one pixel; when the side would still
-draw more than ``4 * px`` items in all, the bin doubles until it does not, so the answer is
+draw more than ``4 * px`` items in all, the bin widens (at least doubling) until it does not, so the answer is
 bounded whatever the window and however many events it covers.  All numpy; Python only touches
 the (bounded) items it returns.
 """
@@ -85,9 +85,12 @@ def window_items(lanes, origin_ns: int, start_ns: int, end_ns: int, px: int,
     budget = ITEMS_PER_PX * px if budget is None else int(budget)
     bin_ns = (end_ns - start_ns) / px
     cuts = _cuts(lanes, start_ns, end_ns, bin_ns)
-    while sum(c.n_items for lane in cuts for _, c in lane) > budget and bin_ns < (end_ns - start_ns) * 4:
-        bin_ns *= 2
+    total = sum(c.n_items for lane in cuts for _, c in lane)
+    while total > budget and bin_ns < (end_ns - start_ns) * 4:
+        # items fall about in proportion to the bin width: jump there at once, then double
+        bin_ns *= max(2.0, 0.8 * total / budget)
         cuts = _cuts(lanes, start_ns, end_ns, bin_ns)
+        total = sum(c.n_items for lane in cuts for _, c in lane)
     left = budget
     out = []
     for ln, runs in zip(lanes.lanes, cuts):

@@ -54,7 +54,13 @@ def step_window(profile, step: int) -> tuple[int, int]:
     """[first, last) ns of ``step``'s device window as the overview counts its E2E: from the step's
     first device activity (its kernels, and the Overlap Analysis intervals / collectives starting
     inside it) to its last, or on to the next step's first device activity when that comes later
-    (the gap before the next step is this step's Free time).  Raises ``StepError``."""
+    (the gap before the next step is this step's Free time).  Raises ``StepError``.  Kept per
+    profile and step in the derived cache (every zoom and pan asks for it)."""
+    from ..model.derived import derived
+    return derived(profile, f"timeline_step:{int(step)}", lambda: _step_window(profile, int(step)))
+
+
+def _step_window(profile, step: int) -> tuple[int, int]:
     from .overall_steps import select
     sel = select(profile, step)
     k, ov, co = profile.kernels, profile.overlap, profile.comm_ops
