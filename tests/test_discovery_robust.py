@@ -145,6 +145,9 @@ def test_walk_is_bounded_and_rescans_relist_only_what_changed(tmp_path, monkeypa
     (logdir / "up").symlink_to(tmp_path)                     # holds the logdir: never walked
     (logdir / "loop").mkdir()
     (logdir / "loop" / "back").symlink_to(logdir)            # a loop: cut
+    old = time.time() - 600                                   # folders last changed 10 min ago
+    for d in [logdir, elsewhere, *(p for p in logdir.rglob("*") if p.is_dir() and not p.is_symlink())]:
+        os.utime(d, (old, old), follow_symlinks=False)
     walker = walk.Walker(str(logdir))
     runs = walker.runs()
     assert {w.id for r in runs for w in r.workers} == GOOD | {"linked_run/w"}
@@ -157,7 +160,6 @@ def test_walk_is_bounded_and_rescans_relist_only_what_changed(tmp_path, monkeypa
     assert walker.runs() == runs
     assert all(walker._listings[f] is before[f] for f in before)
     # ... and after a change, only the folder that changed
-    time.sleep(0.01)
     shutil.copy(GPU, logdir / "baseline_gpu" / "worker1.pt.trace.json")
     ids = {w.id for r in walker.runs() for w in r.workers}
     assert "baseline_gpu/worker1" in ids

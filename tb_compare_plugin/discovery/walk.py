@@ -11,7 +11,8 @@ The walk is bounded, whatever the logdir holds:
 
 A :class:`Walker` walks one logdir again and again (the scanner's rescans) and re-reads only what
 changed: it keeps each folder's listing under the folder's mtime and lists again only folders
-whose mtime moved; in a folder unchanged for ``SETTLE_S`` seconds, files that no format
+whose mtime moved (or that changed within ``TRUST_S`` seconds of being listed: mtimes have a
+coarse tick); in a folder unchanged for ``SETTLE_S`` seconds, files that no format
 recognised are not asked again (a new or renamed file changes the folder's mtime).  Recognised
 entries and folders are asked every time: their recognisers are memoised by the stat of the
 files they read (``probe.memo``), so an unchanged worker costs a few stats.
@@ -32,6 +33,7 @@ log = logging.getLogger(__name__)
 MAX_DEPTH = 12
 MAX_ENTRIES = 200_000
 SETTLE_S = 120.0
+TRUST_S = 2.0
 _SKIP_DIRS = {".git", "__pycache__", "node_modules", ".ipynb_checkpoints"}
 _PSEUDO = ("/proc", "/sys", "/dev")
 
@@ -46,10 +48,11 @@ class _Listing:
     'file' (regular) or 'other' (FIFO, socket, device, dangling link); and the names of files
     no format recognised once the folder had settled."""
 
-    __slots__ = ("key", "entries", "unrecognised")
+    __slots__ = ("key", "entries", "unrecognised", "trusted")
 
-    def __init__(self, key, entries) -> None:
+    def __init__(self, key, entries, trusted: bool) -> None:
         self.key, self.entries, self.unrecognised = key, entries, set()
+        self.trusted = trusted      # listed well after the folder's mtime: a later change moves it
 
 
 def _list(folder: str):
@@ -132,11 +135,13 @@ class Walker:
             seen.add(ident)
             key = (ident, st.st_mtime_ns, st.st_ctime_ns)
             cached = self._listings.get(folder)
-            if cached is None or cached.key != key:
+            if cached is None or cached.key != key or not cached.trusted:
                 entries = _list(folder)
                 if entries is None:
                     return
-                cached = _Listing(key, entries)
+                # a change within the same mtime tick as the listing would go unseen: a listing
+                # taken less than TRUST_S after the folder changed is taken again next time
+                cached = _Listing(key, entries, time.time_ns() - st.st_mtime_ns > TRUST_S * 1e9)
             listings[folder] = cached
             settled = now_ns - st.st_mtime_ns > SETTLE_S * 1e9
             run = _run_name(logdir, folder)
