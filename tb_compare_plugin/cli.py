@@ -233,7 +233,8 @@ def run(args) -> int:
         except Unusable as e:
             raise CliError(e.message)
     if args.json:
-        payload = {**payload, "steps": steps}
+        from .presenters.views import operator_table
+        payload = {**payload, "steps": steps, "operators": operator_table(cmp)}
         write_output(args.json, encode(payload))
     if args.xlsx:
         try:

@@ -75,6 +75,8 @@ class ProfileComparePlugin(base_plugin.TBPlugin):
         from .service.cluster_jobs import ClusterJobs
         self._clusters = ClusterJobs(self._service.wait_seconds, self.dask_scheduler)
         self._paths = RelativePaths(self._logdir)      # how the tab sees paths: relative to the logdir
+        from .service.name_maps import NameMaps
+        self._name_maps = NameMaps(self._export_dir)   # the match editor's saved maps, beside the exports
         _close_at_exit(self)
 
 
@@ -119,6 +121,12 @@ class ProfileComparePlugin(base_plugin.TBPlugin):
             "/compare/timeline": r(self._compare_timeline, both),
             "/compare/timeline/item": r(self._compare_timeline_item, both),
             "/compare/timeline/range": r(self._compare_timeline_range, both),
+            "/compare/match_candidates": r(self._compare_match_candidates, both),
+            "/compare/matching": r(self._compare_matching, both),
+            "/name_maps": r(self._name_maps_list, get),
+            "/name_maps/save": r(self._name_maps_save, post),
+            "/name_maps/remove": r(self._name_maps_remove, post),
+            "/name_maps/edit": r(self._name_maps_edit, post),
             "/compare/*": r(self._compare_view, both),
             "/cluster": r(self._cluster, both),
             "/cluster/xlsx": r(self._cluster_xlsx, both),
@@ -197,9 +205,11 @@ class ProfileComparePlugin(base_plugin.TBPlugin):
         if compat not in (None, "0", "1"):
             raise bad_param("reference_compat", f"parameter 'reference_compat' must be 0 or 1, got {compat[:40]!r}",
                             ["0", "1"])
+        name_map = arg(request, "name_map", required=False, max_len=200)
         opts = Options(base_step=self._step_arg(request, "base_step", base),
                        target_step=self._step_arg(request, "target_step", target),
-                       per_step=None if per in (None, "auto") else per == "1", reference_compat=compat == "1")
+                       per_step=None if per in (None, "auto") else per == "1", reference_compat=compat == "1",
+                       op_name_map=self._name_maps.load(name_map) if name_map is not None else ())
         return base, target, opts
 
     def _comparison(self, request, may_parse: bool = False):
@@ -273,7 +283,7 @@ class ProfileComparePlugin(base_plugin.TBPlugin):
         from .presenters.xlsx_workbook import open_target, workbook_filename
         body = json_body(request)
         args = {}
-        for k in ("baseline", "target", "base_step", "target_step", "per_step", "reference_compat"):
+        for k in ("baseline", "target", "base_step", "target_step", "per_step", "reference_compat", "name_map"):
             v = body.get(k)
             if v is not None:
                 if not isinstance(v, (str, int)) or isinstance(v, bool):
@@ -305,6 +315,75 @@ class ProfileComparePlugin(base_plugin.TBPlugin):
         may_parse = self._accept_post(request)
         return self._reply(request, self._service.answer(*self._pair(request), "communication",
                                                            communication_payload, may_parse))
+
+    def _compare_match_candidates(self, request):
+        """Target-only operators ranked as partners for the baseline operator ``name``
+        (name similarity, input shapes, device time), filtered by ``q``."""
+        from .engines.match_candidates import candidates
+        may_parse = self._accept_post(request)
+        name = arg(request, "name", max_len=400)
+        q = arg(request, "q", required=False, max_len=200)
+        limit = int_arg(request, "limit", 50, 1, 500)
+        return self._reply(request, self._service.derived(
+            *self._pair(request), ("match_candidates", name, q, limit),
+            lambda cmp: candidates(cmp.operators().pairs, name, q, limit), may_parse))
+
+    def _compare_matching(self, request):
+        """How many top-level operators the matching paired or left alone, and their device time."""
+        from .engines.match_candidates import matching_summary
+        may_parse = self._accept_post(request)
+        base, target, opts = self._pair(request)
+        body = self._service.answer(base, target, opts, "matching",
+                                    lambda cmp: matching_summary(cmp.operators().pairs), may_parse)
+        return self._reply(request, {**body, "name_map_entries": len(opts.op_name_map)})
+
+    # -- saved name maps (the match editor) ------------------------------------------------
+    def _name_maps_list(self, request):
+        return json_response(request, {"folder": self._name_maps.folder, "maps": self._name_maps.list()})
+
+    def _name_maps_save(self, request):
+        body = json_body(request)
+        return json_response(request, self._name_maps.save(body.get("name"), body.get("pairs")))
+
+    def _name_maps_remove(self, request):
+        body = json_body(request)
+        return json_response(request, self._name_maps.remove(body.get("name")))
+
+    def _name_maps_edit(self, request):
+        """One match-editor edit saved at once: {"name", "baseline", "target", "action":
+        "pair"|"split", "b_name", "t_name"} -> the saved map and the one before it.  A pair of
+        identical names cannot be split by a name map: 422 saying so."""
+        from .engines.match_edit import CannotSplit, pair_entries, split_entries
+        from .engines.name_map import NameMapper
+        from .service.errors import NotParsed, Unusable
+        from .service.name_maps import check_pairs
+        body = json_body(request)
+        action = body.get("action")
+        if action not in ("pair", "split"):
+            raise bad_param("action", "parameter 'action' must be pair or split", ["pair", "split"])
+        names = []
+        for k in ("b_name", "t_name"):
+            v = body.get(k)
+            if not isinstance(v, str) or not v or len(v) > 200:
+                raise bad_param(k, f"parameter {k!r} must be an operator name (1 to 200 characters)")
+            names.append(v)
+        specs = [self._spec(body.get(k) if isinstance(body.get(k), str) else "", k) for k in ("baseline", "target")]
+        profs = [self._store.loaded(s) for s in specs]
+        if any(p is None for p in profs):
+            raise NotParsed("parse both workers before editing their matching", [s.id for s, p in zip(specs, profs) if p is None])
+        name = body.get("name")
+        from .service.name_maps import sanitise
+        stem = sanitise(name)
+        before = dict(self._name_maps.load(stem, "name")) if stem in self._name_maps.names() else {}
+        if "pairs" in body:                      # the map the tab holds (it may not be saved yet)
+            before = check_pairs(body.get("pairs"))
+        cross = NameMapper.for_profiles(*profs).cross_device
+        try:
+            after = (pair_entries if action == "pair" else split_entries)(before, *names, cross)
+        except CannotSplit as e:
+            raise Unusable(str(e))
+        saved = self._name_maps.save(stem, after)
+        return json_response(request, {**saved, "previous": before, "changed": after != before})
 
     def _compare_steps(self, request):
         """The step comparison: per step and side the breakdown and phases, each side's

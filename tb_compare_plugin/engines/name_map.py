@@ -119,3 +119,12 @@ class NameMapper:
         for old, new in self.pairs:
             path = path.replace(old, new)
         return path
+
+    def user_key(self, name: str) -> str:
+        """The key from the user map alone (no alias table): how the statistics by name merge
+        a baseline name with a target name the user paired."""
+        return self.user.get(name, name)
+
+    def folds(self, a: str, b: str) -> bool:
+        """Whether names ``a`` and ``b`` get the same matching key (and so may be paired)."""
+        return self.key(a) == self.key(b)

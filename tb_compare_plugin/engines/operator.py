@@ -195,21 +195,40 @@ def compare_operators(base, target, options: Options | None = None, matched: Mat
     df["phase"] = np.where(m.bwd, "backward", "forward")
     df.insert(0, "name", np.where(hb, df["b_name"], df["t_name"]))
     df = none_for_missing(df)
-    return OperatorResult(df, operator_stats(df, divide), base.meta.device, target.meta.device, opts.disable_details)
+    return OperatorResult(df, operator_stats(df, divide, dict(opts.op_name_map)), base.meta.device,
+                          target.meta.device, opts.disable_details)
 
 
-def operator_stats(pairs: pd.DataFrame, divide=(1, 1)) -> pd.DataFrame:
+def _user_rows(names: pd.Series, user: dict) -> pd.Series:
+    """The statistics row key of each raw name: its user-map key (the raw name without a map)."""
+    return names.map(lambda n: user.get(n, n)) if user else names
+
+
+def operator_stats(pairs: pd.DataFrame, divide=(1, 1), user: dict | None = None) -> pd.DataFrame:
     """OperatorCompareStatistic: per raw name and side, Σ device ms (and its compute / communication
-    parts) and count; by (total) diff descending, as the reference."""
+    parts) and count; by (total) diff descending, as the reference.  ``user``: the user's name map;
+    names it maps onto one key share one row, named ``"<baseline name> ↔ <target name>"`` when the
+    names differ (the match editor's pairs; without a map every row is one raw name)."""
+    user = user or {}
+
     def side(p):
-        cols = {f"{p}_name": "name", f"{p}_device_us": "dev", f"{p}_compute_us": "cmp", f"{p}_comm_us": "com"}
+        cols = {f"{p}_name": "raw", f"{p}_device_us": "dev", f"{p}_compute_us": "cmp", f"{p}_comm_us": "com"}
         d = pairs.loc[pairs[f"{p}_op"] >= 0, list(cols)].rename(columns=cols)
+        d["name"] = _user_rows(d["raw"], user)
+        raw = {"raw": ("raw", lambda s: tuple(dict.fromkeys(s)))} if user else {}
         g = d.groupby("name", sort=False).agg(device_ms=("dev", "sum"), count=("dev", "size"),
-                                              compute_ms=("cmp", "sum"), comm_ms=("com", "sum")).reset_index()
+                                              compute_ms=("cmp", "sum"), comm_ms=("com", "sum"),
+                                              **raw).reset_index()
         for c in ("device_ms", "compute_ms", "comm_ms"):
             g[c] = g[c] / 1000.0
         return g
     st = merge_sides(side("b"), side("t"), ["name"])
+    if user:                    # a row the map merged: its raw names, baseline first
+        raw_b, raw_t = st.pop("b_raw"), st.pop("t_raw")
+        def shown(key, rb, rt):
+            names = list(dict.fromkeys((rb if isinstance(rb, tuple) else ()) + (rt if isinstance(rt, tuple) else ())))
+            return names[0] if len(names) == 1 else " ↔ ".join(names) if names else key
+        st["name"] = [shown(k, rb, rt) for k, rb, rt in zip(st["name"], raw_b, raw_t)]
     for p in ("b", "t"):
         for c in ("device_ms", "compute_ms", "comm_ms"):
             st[f"{p}_{c}"] = st[f"{p}_{c}"].fillna(0.0)

@@ -37,3 +37,14 @@ def view_page(cmp, view: str, **params) -> dict:
     if notes:
         out["notes"] = notes
     return out
+
+
+def operator_table(cmp) -> dict:
+    """The Operator view's rows (statistics by name) whole, in the route's default order, as
+    ``tb-compare --json`` writes them under ``"operators"``: {"columns": [keys], "rows": [...]}
+    (``null`` when the pair has no operators to compare)."""
+    try:
+        p = view_page(cmp, "operator", offset=0, limit=10 ** 9)
+    except Unavailable:
+        return None
+    return {"columns": [c["key"] for c in p["columns"]], "rows": p["rows"], "total": p["total"]}
