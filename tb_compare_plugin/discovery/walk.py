@@ -39,7 +39,12 @@ _PSEUDO = ("/proc", "/sys", "/dev")
 
 
 def _run_name(logdir: str, folder: str) -> str:
-    rel = os.path.relpath(folder, logdir)
+    if folder == logdir:
+        return "."
+    if folder.startswith(logdir.rstrip(os.sep) + os.sep):   # the walk's own paths: no relpath
+        rel = folder[len(logdir.rstrip(os.sep)) + 1:]
+    else:
+        rel = os.path.relpath(folder, logdir)
     return "." if rel == "." else rel.replace(os.sep, "/")
 
 
@@ -113,9 +118,8 @@ class Walker:
             if text not in notes:
                 notes.append(text)
 
-        def add(folder: str, spec):
-            name = _run_name(logdir, folder)
-            runs.setdefault(name, RunInfo(name, folder)).workers.append(spec)
+        def add(folder: str, run: str, spec):
+            runs.setdefault(run, RunInfo(run, folder)).workers.append(spec)
 
         def visit(folder: str, depth: int):
             try:
@@ -158,7 +162,7 @@ class Walker:
                     continue
                 spec = classify_entry(path, run)
                 if spec is not None:
-                    add(folder, spec)
+                    add(folder, run, spec)
                 elif kind == "dir":
                     subdirs.append((path, link))
                 elif settled:
