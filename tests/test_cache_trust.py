@@ -275,3 +275,30 @@ def test_a_read_only_cache_folder_still_serves_and_warns_once(samples_reference,
     finally:
         for d, dirs, files in os.walk(cache):
             os.chmod(d, 0o755)
+
+
+def test_an_entry_gone_before_it_is_read_is_parsed_again_without_the_cache(tmp_path):
+    """The parser process stored the profile, and the entry was removed from outside (or found
+    damaged) before this process read it: the profile is parsed once more and handed back
+    without the cache, never a failed parse."""
+    from tb_compare_plugin.service.parsepool import ParsePool
+
+    class Removed(ProfileCache):
+        removed = 0
+
+        def get(self, fingerprint):
+            if not Removed.removed and self.has(fingerprint):
+                shutil.rmtree(self.entry_path(fingerprint))      # as `rm -rf` by hand would
+                Removed.removed += 1
+            return super().get(fingerprint)
+
+    cache = Removed(str(tmp_path / "cache"))
+    pool = ParsePool(1, cache)
+    try:
+        (spec,) = classify_path(str(GPU))
+        prof = pool.parse(spec.format, spec.root, spec.fingerprint)
+    finally:
+        pool.shutdown()
+    assert Removed.removed == 1
+    want = loaders.load("trace-json", str(GPU))
+    assert prof.summary()["counts"] == want.summary()["counts"]

@@ -366,9 +366,14 @@ class ParsePool:
                     continue
                 if kind == "cache":
                     got = self.cache.get(fingerprint)
-                    if got is None:
+                    if got is not None:
+                        return got
+                    # removed from outside, or damaged on the way (get warned): once more, handed
+                    # back without the cache (the profile, not the cache, is the answer)
+                    if cache_root is None or attempt >= retries:
                         raise LoadError(root, "the parsed profile vanished from the cache")
-                    return got
+                    cache_root = None
+                    continue
                 if kind == "handoff":
                     return self._take_handoff(root, ppath)
                 return prof
