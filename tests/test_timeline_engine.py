@@ -12,6 +12,7 @@ from conftest import CORPUS, SAMPLES
 from tb_compare_plugin.comparison import Comparison
 from tb_compare_plugin.engines.overall import breakdown
 from tb_compare_plugin.engines.timeline_lanes import CLASSES, side_lanes
+from tb_compare_plugin.engines import timeline_lod
 from tb_compare_plugin.engines.timeline_lod import window_items
 from tb_compare_plugin.engines.timeline_range import range_totals, step_window
 from tb_compare_plugin.loaders import load
@@ -119,7 +120,11 @@ def test_align_on_an_item(cmp):
     assert cp["start_ms"] == 0.0
 
 
-def test_summary_blocks_keep_the_class_mix(cmp):
+@pytest.mark.parametrize("many", [False, True])
+def test_summary_blocks_keep_the_class_mix(cmp, many, monkeypatch):
+    """Both ways of making blocks (looking at each event; prefix sums per bin for many events)."""
+    if many:
+        monkeypatch.setattr(timeline_lod, "FAST_MIN", 0)
     prof = cmp.target
     lanes = side_lanes(prof)
     lo, hi = lanes.span
@@ -135,8 +140,11 @@ def test_summary_blocks_keep_the_class_mix(cmp):
         assert it[2] == max(it[5]["mix"], key=it[5]["mix"].get)
 
 
+@pytest.mark.parametrize("many", [False, True])
 @pytest.mark.parametrize("px", [1, 10, 200, 3000])
-def test_item_budget_on_samples(cmp, px):
+def test_item_budget_on_samples(cmp, px, many, monkeypatch):
+    if many:
+        monkeypatch.setattr(timeline_lod, "FAST_MIN", 0)
     for prof in (cmp.base, cmp.target):
         lanes = side_lanes(prof)
         lo, hi = lanes.span

@@ -62,6 +62,8 @@ class Lane:
     depth: np.ndarray               # int16
     runs: list = field(default_factory=list)        # [(depth, lo, hi)]
     run_maxend: list = field(default_factory=list)  # running max of end_ns per run
+    run_cum: list = field(default_factory=list)     # per run: (n+1, len(classes)) cumulative ns per class
+    classes: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int8))   # class codes present
 
     def __len__(self) -> int:
         return len(self.start_ns)
@@ -130,20 +132,38 @@ def kernel_classes(profile) -> np.ndarray:
 # ------------------------------------------------------------------------------- building
 
 def _lane(name, kind, source, start, end, cls, label, row, depth=None) -> Lane:
+    """A lane of the given events, sorted by (depth, start) with two stable sorts (fast on a
+    trace's nearly sorted starts), its depth runs and, per run, the running maximum of the ends
+    and the cumulative duration per class (what the LOD sums wide windows with)."""
     start = np.asarray(start, np.int64)
-    end = np.maximum(np.asarray(end, np.int64), start)
     n = len(start)
-    depth = np.zeros(n, np.int16) if depth is None else np.maximum(np.asarray(depth), 0).astype(np.int16)
-    order = np.lexsort((start, depth))
-    ln = Lane(name, kind, source, start[order], end[order], np.asarray(cls, np.int8)[order] if np.ndim(cls)
-              else np.full(n, cls, np.int8), np.asarray(label, np.int32)[order], np.asarray(row, np.int64)[order],
-              depth[order])
-    d = ln.depth
-    cuts = np.flatnonzero(d[1:] != d[:-1]) + 1
+    order = np.argsort(start, kind="stable")
+    if depth is not None and n:
+        depth = np.asarray(depth)
+        if depth.max() > 0:
+            order = order[np.argsort(depth[order], kind="stable")]
+        depth = np.maximum(depth[order], 0).astype(np.int16)
+    else:
+        depth = np.zeros(n, np.int16)
+    st = start[order]
+    en = np.maximum(np.asarray(end, np.int64)[order], st)
+    cl = np.asarray(cls, np.int8)[order] if np.ndim(cls) else np.full(n, cls, np.int8)
+    ln = Lane(name, kind, source, st, en, cl, np.asarray(label, np.int32)[order], np.asarray(row, np.int64)[order],
+              depth)
+    cuts = np.flatnonzero(depth[1:] != depth[:-1]) + 1
     bounds = np.concatenate([[0], cuts, [n]]) if n else np.zeros(1, np.int64)
+    ln.classes = np.unique(cl) if n else np.zeros(0, np.int8)
+    dur = en - st
     for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
-        ln.runs.append((int(d[lo]), lo, hi))
-        ln.run_maxend.append(np.maximum.accumulate(ln.end_ns[lo:hi]))
+        ln.runs.append((int(depth[lo]), lo, hi))
+        ln.run_maxend.append(np.maximum.accumulate(en[lo:hi]))
+        cum = np.zeros((hi - lo + 1, len(ln.classes)), np.int64)
+        if len(ln.classes) == 1:
+            np.cumsum(dur[lo:hi], out=cum[1:, 0])
+        else:
+            for j, c in enumerate(ln.classes.tolist()):
+                np.cumsum(np.where(cl[lo:hi] == c, dur[lo:hi], 0), out=cum[1:, j])
+        ln.run_cum.append(cum)
     return ln
 
 
@@ -151,21 +171,48 @@ def _valid(start, dur):
     return (np.asarray(start) >= 0) & (np.asarray(dur) >= 0)
 
 
+def _groups(a: np.ndarray, b: np.ndarray | None = None):
+    """Rows grouped by equal (a, b): [((a, b), rows)], rows in their original order; one hashed
+    ``pd.unique`` of a combined key and, for the few groups a trace has (threads, streams), one
+    comparison pass each: never a row-wise sort."""
+    import pandas as pd
+    a = np.asarray(a, np.int64)
+    if b is None:
+        key = a
+    else:
+        b = np.asarray(b, np.int64)
+        if len(a) and a.min() >= 0 and a.max() < 2 ** 31 and b.min() >= 0 and b.max() < 2 ** 32:
+            key = (a << 32) | b
+        else:
+            key = pd.factorize(a)[0].astype(np.int64) * (len(b) + 1) + pd.factorize(b)[0]
+    uniq = pd.unique(key)
+    if len(uniq) <= 64:
+        groups = [np.flatnonzero(key == u) for u in uniq.tolist()]
+    else:
+        order = np.argsort(key, kind="stable")
+        groups = np.split(order, np.flatnonzero(np.diff(key[order])) + 1)
+    out = []
+    for rows in groups:
+        if len(rows):
+            r0 = rows[0]
+            out.append(((int(a[r0]),) if b is None else (int(a[r0]), int(b[r0])), rows))
+    return out
+
+
 def _host_lanes(profile) -> list:
     ops = profile.ops
     if not len(ops):
         return []
     s, d = ops["start_ns"].to_numpy(), ops["dur_ns"].to_numpy()
-    ok = _valid(s, d)
+    ok = np.flatnonzero(_valid(s, d))
     pid, tid = ops["pid"].to_numpy(), ops["tid"].to_numpy()
     out = []
-    keys = np.unique(np.stack([pid[ok], tid[ok]], axis=1), axis=0) if ok.any() else []
     bwd = profile.meta.bwd_tid
-    for p, t in keys:
-        rows = np.flatnonzero(ok & (pid == p) & (tid == t))
+    names, depth = ops["name"].to_numpy(), ops["depth"].to_numpy()
+    for (p, t), sub in _groups(pid[ok], tid[ok]):
+        rows = ok[sub]
         name = f"host {int(p)}/{int(t)}" + (" (backward)" if bwd is not None and int(t) == int(bwd) else "")
-        out.append(_lane(name, "host", "ops", s[rows], s[rows] + d[rows], HOST, ops["name"].to_numpy()[rows],
-                         rows, ops["depth"].to_numpy()[rows]))
+        out.append(_lane(name, "host", "ops", s[rows], s[rows] + d[rows], HOST, names[rows], rows, depth[rows]))
     # the main thread (most ops) first, as the trace viewers do
     out.sort(key=lambda ln: -len(ln))
     return out
@@ -179,8 +226,10 @@ def _device_lanes(profile, cls) -> list:
     ok = _valid(s, d)
     stream = k["stream"].to_numpy()
     out = []
-    for st in np.unique(stream[ok]).tolist():
-        rows = np.flatnonzero(ok & (stream == st))
+    okr = np.flatnonzero(ok)
+    for (st,), sub in _groups(stream[okr]):
+        rows = okr[sub]
+        st = int(st)
         name = f"stream {st}" if st >= 0 else "device (no stream)"
         out.append(_lane(name, "device", "kernels", s[rows], s[rows] + d[rows], cls[rows],
                          k["name"].to_numpy()[rows], rows))

@@ -25,54 +25,98 @@ def _ms(ns: np.ndarray, origin: int) -> list:
     return np.round((np.asarray(ns, np.int64) - origin) / 1e6, 6).tolist()
 
 
-class _Cut:
-    """One run's events inside the window at one bin width: singles (drawn as they are) and blocks."""
-    __slots__ = ("idx", "single", "block_of", "n_items")
+FAST_MIN = 20000          # events of a run in the window above which bins are summed from prefix sums
 
-    def __init__(self, lane, lo: int, hi: int, maxend: np.ndarray, start: int, end: int, bin_ns: float) -> None:
+
+class _Cut:
+    """One run's events inside the window at one bin width: ``single`` (global indices of the events
+    drawn as they are) and the summary blocks (``bs``, ``be``, ``cnt``, ``mix`` [block, class] ns).
+
+    Few events: each is looked at; consecutive narrow events in the same bin form a block.  Many
+    events (a wide window over a big trace): a block is every narrow event of a bin, its count and
+    class mix from the run's prefix sums (one ``searchsorted`` per bin edge), its extent the bin's
+    first start to the bin's last end, clipped to the bin, so the cost follows the bins, not the events."""
+    __slots__ = ("single", "bs", "be", "cnt", "mix", "n_items")
+
+    def __init__(self, lane, i: int, start: int, end: int, bin_ns: float) -> None:
+        _, lo, hi = lane.runs[i]
         s = lane.start_ns[lo:hi]
-        a = int(np.searchsorted(maxend, start, side="right"))
+        a = int(np.searchsorted(lane.run_maxend[i], start, side="right"))
         b = int(np.searchsorted(s, end, side="left"))
+        if b - a > FAST_MIN:
+            self._many(lane, i, lo, a, b, start, end, bin_ns)
+        else:
+            self._few(lane, lo, a, b, start, bin_ns)
+        self.n_items = len(self.single) + len(self.cnt)
+
+    def _few(self, lane, lo, a, b, start, bin_ns) -> None:
         idx = np.arange(lo + a, lo + b)
-        e = lane.end_ns[idx]
-        keep = (e > start) | (lane.start_ns[idx] >= start)
-        idx = idx[keep]
-        self.idx = idx
-        st = lane.start_ns[idx]
-        wide = (lane.end_ns[idx] - st) >= bin_ns
+        st, en = lane.start_ns[idx], lane.end_ns[idx]
+        keep = (en > start) | (st >= start)
+        idx, st, en = idx[keep], st[keep], en[keep]
+        wide = (en - st) >= bin_ns
         b_of = np.floor((np.maximum(st, start) - start) / bin_ns).astype(np.int64)
         small = np.flatnonzero(~wide)
-        # consecutive narrow events in the same bin form one block
         newblk = np.ones(len(small), bool)
         if len(small) > 1:
-            same_bin = b_of[small[1:]] == b_of[small[:-1]]
-            adjacent = small[1:] == small[:-1] + 1
-            newblk[1:] = ~(same_bin & adjacent)
+            newblk[1:] = ~((b_of[small[1:]] == b_of[small[:-1]]) & (small[1:] == small[:-1] + 1))
         blk = np.cumsum(newblk) - 1
         n_blk = int(newblk.sum())
         sizes = np.bincount(blk, minlength=n_blk) if len(small) else np.zeros(0, np.int64)
         lone = sizes[blk] == 1 if len(small) else np.zeros(0, bool)
         single = wide.copy()
         single[small[lone]] = True              # a block of one event is that event
-        block_of = np.full(len(idx), -1, np.int64)
+        self.single = idx[single]
         multi = small[~lone]
-        if len(multi):
-            # renumber the blocks of two or more events 0..m-1
-            keep_blk = np.flatnonzero(sizes > 1)
-            remap = np.full(n_blk, -1, np.int64)
-            remap[keep_blk] = np.arange(len(keep_blk))
-            block_of[multi] = remap[blk[~lone]]
-        self.single = single
-        self.block_of = block_of
-        self.n_items = int(single.sum()) + (int(block_of.max()) + 1 if len(multi) else 0)
+        keep_blk = np.flatnonzero(sizes > 1)
+        remap = np.full(n_blk, -1, np.int64)
+        remap[keep_blk] = np.arange(len(keep_blk))
+        bid = remap[blk[~lone]]
+        nb = len(keep_blk)
+        ms, me = st[multi], en[multi]
+        self.bs = np.full(nb, np.iinfo(np.int64).max, np.int64)
+        np.minimum.at(self.bs, bid, ms)
+        self.be = np.zeros(nb, np.int64)
+        np.maximum.at(self.be, bid, me)
+        self.cnt = np.bincount(bid, minlength=nb)
+        self.mix = np.bincount(bid * NCLS + lane.cls[idx[multi]].astype(np.int64),
+                               weights=(me - ms).astype(np.float64), minlength=nb * NCLS).reshape(nb, NCLS)
+
+    def _many(self, lane, i, lo, a, b, start, end, bin_ns) -> None:
+        s = lane.start_ns[lo + a:lo + b]
+        e = lane.end_ns[lo + a:lo + b]
+        nbins = max(1, int(np.ceil((end - start) / bin_ns)))
+        edges = start + np.arange(1, nbins) * bin_ns
+        bounds = np.concatenate([[0], np.searchsorted(s, edges, side="left"), [b - a]])
+        wide = np.flatnonzero((e - s) >= bin_ns)
+        w_bin = np.searchsorted(bounds, wide, side="right") - 1
+        cnt_all = np.diff(bounds)
+        narrow = cnt_all - np.bincount(w_bin, minlength=nbins)
+        cum = lane.run_cum[i]
+        per = cum[a + bounds[1:]] - cum[a + bounds[:-1]]          # [bin, class present] ns, all events
+        if len(wide):
+            cls_pos = np.searchsorted(lane.classes, lane.cls[lo + a + wide])
+            wmix = np.zeros_like(per)
+            np.add.at(wmix, (w_bin, cls_pos), (e[wide] - s[wide]))
+            per = per - wmix
+        lone = (narrow == 1) & (cnt_all == 1)
+        singles = [lo + a + wide, lo + a + bounds[:-1][lone]]
+        self.single = np.sort(np.concatenate(singles))
+        blk = np.flatnonzero((narrow >= 1) & ~lone)
+        first, last = bounds[:-1][blk], bounds[1:][blk] - 1
+        lo_edge = start + blk * bin_ns
+        self.bs = np.maximum(s[first], np.int64(start)).astype(np.int64)
+        maxend = lane.run_maxend[i][a + last]
+        self.be = np.maximum(np.minimum(maxend, (lo_edge + bin_ns).astype(np.int64)), self.bs + 1)
+        self.cnt = narrow[blk]
+        mix = np.zeros((len(blk), NCLS), np.float64)
+        mix[:, lane.classes.astype(np.int64)] = per[blk]
+        self.mix = mix
 
 
 def _cuts(lanes, start: int, end: int, bin_ns: float) -> list:
-    out = []
-    for ln in lanes.lanes:
-        out.append([(depth, _Cut(ln, lo, hi, ln.run_maxend[i], start, end, bin_ns))
-                    for i, (depth, lo, hi) in enumerate(ln.runs)])
-    return out
+    return [[(depth, _Cut(ln, i, start, end, bin_ns)) for i, (depth, _, _) in enumerate(ln.runs)]
+            for ln in lanes.lanes]
 
 
 def window_items(lanes, origin_ns: int, start_ns: int, end_ns: int, px: int,
@@ -110,7 +154,7 @@ def _materialise(ln, symbols, cut: _Cut, depth: int, origin: int, limit: int) ->
     host = ln.kind == "host"
     prefix = SOURCE_PREFIX[ln.source]
     items = []
-    one = cut.idx[cut.single][:limit]
+    one = cut.single[:limit]
     if len(one):
         s, e = ln.start_ns[one], ln.end_ns[one]
         labels = symbols.strings(ln.label[one]) if ln.source else [""] * len(one)
@@ -119,24 +163,15 @@ def _materialise(ln, symbols, cut: _Cut, depth: int, origin: int, limit: int) ->
         for s_ms, d_ms, c, lab, r in zip(_ms(s, origin), np.round((e - s) / 1e6, 6).tolist(), cls, labels, rows):
             items.append([s_ms, d_ms, CLASSES[c], lab, f"{prefix}{r}" if prefix and r >= 0 else None,
                           {"depth": depth} if host else {}])
-    multi = cut.block_of >= 0
-    if multi.any() and len(items) < limit:
-        pos = cut.idx[multi]
-        blk = cut.block_of[multi]
-        nb = int(blk.max()) + 1
-        s, e = ln.start_ns[pos], ln.end_ns[pos]
-        bs = np.full(nb, np.iinfo(np.int64).max, np.int64)
-        np.minimum.at(bs, blk, s)
-        be = np.zeros(nb, np.int64)
-        np.maximum.at(be, blk, e)
-        cnt = np.bincount(blk, minlength=nb)
-        mix = np.bincount(blk * NCLS + ln.cls[pos].astype(np.int64), weights=(e - s).astype(np.float64),
-                          minlength=nb * NCLS).reshape(nb, NCLS)
-        dom = mix.argmax(axis=1)
-        word = _WORD[ln.source]
-        take = min(nb, limit - len(items))
+    take = min(len(cut.cnt), limit - len(items))
+    if take > 0:
+        mix = cut.mix[:take]
+        dom = mix.argmax(axis=1).tolist()
         mix_ms = np.round(mix / 1e6, 6)
-        for b, (s_ms, d_ms) in enumerate(zip(_ms(bs[:take], origin), np.round((be - bs)[:take] / 1e6, 6).tolist())):
+        word = _WORD[ln.source]
+        cnt = cut.cnt[:take].tolist()
+        for b, (s_ms, d_ms) in enumerate(zip(_ms(cut.bs[:take], origin),
+                                             np.round((cut.be[:take] - cut.bs[:take]) / 1e6, 6).tolist())):
             nz = np.flatnonzero(mix[b])
             extra = {"n": int(cnt[b]), "mix": {CLASSES[c]: float(mix_ms[b, c]) for c in nz.tolist()}}
             if host:

@@ -111,7 +111,16 @@ def origins(cmp, lanes_b, lanes_t, step, align) -> tuple[int, int, dict]:
 # ------------------------------------------------------------------------------------ answers
 
 def both_lanes(cmp):
+    """Both sides' lanes; built at once on two threads when neither is built yet (most of the work
+    is numpy sorting and gathering, which lets go of the GIL)."""
     from ..engines.timeline_lanes import side_lanes
+    from ..model.derived import DERIVED
+    if DERIVED.peek(cmp.base, "timeline_lanes") is None and DERIVED.peek(cmp.target, "timeline_lanes") is None:
+        from concurrent.futures import ThreadPoolExecutor
+        with ThreadPoolExecutor(1, thread_name_prefix="tbc-lanes") as ex:
+            fb = ex.submit(side_lanes, cmp.base, cmp.options)
+            lt = side_lanes(cmp.target, cmp.options)
+            return fb.result(), lt
     return side_lanes(cmp.base, cmp.options), side_lanes(cmp.target, cmp.options)
 
 

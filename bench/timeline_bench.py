@@ -1,0 +1,162 @@
+"""What the timeline costs on the server for a cached 1 GB pair: first paint of a step, then each
+zoom / pan.
+
+    python -m bench.timeline_bench                      # gpu_1gb, 5 first paints, 20 zoom/pan windows each
+    python -m bench.timeline_bench --pair gpu_200mb --repeat 3 --px 1500
+
+The pair is ``$TB_COMPARE_BENCH_DIR/<pair>/{baseline,target}`` (default /tmp/tb_compare_bench;
+``python -m bench.gen_traces --sizes 1gb`` makes gpu_1gb).  Its parsed profiles live in a cache
+folder of their own (``--cache-dir``, default ``<bench dir>/timeline_bench_cache``), filled once
+(parser processes) when it does not hold both sides.
+
+Each run is a fresh interpreter (imports excluded from the times), page cache warm:
+
+* ``first paint``: both profiles opened from the cache (``load_pair``), both sides' lanes built
+  (``service.timeline.both_lanes``: ``engines.timeline_lanes.side_lanes`` of each, on two threads) and the first window answered (``service.timeline
+  .timeline_answer``: the first common step, whole, at ``--px`` pixels): what a first
+  ``compare/timeline`` request costs the server once its profiles are parsed;
+* ``zoom/pan``: then ``--windows`` further windows of that step and around it, each answered as
+  the route does (lanes cached): zooming in by halves down to ~20 µs, panning by half a window
+  either way, zooming out to the whole capture, and a range selection (``range_answer``).
+
+Prints the medians (and the worst zoom/pan) over ``--repeat`` runs.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+RUN = r"""
+import json, sys, time
+from tb_compare_plugin.cli import resolve
+from tb_compare_plugin.cache import ProfileCache
+from tb_compare_plugin.comparison import Comparison
+from tb_compare_plugin.engines.timeline_lanes import side_lanes
+from tb_compare_plugin.service.loading import load_pair
+from tb_compare_plugin.service.timeline import Query, both_lanes, range_answer, timeline_answer
+import tb_compare_plugin.engines.overall, tb_compare_plugin.engines.timeline_lod  # imports outside the times
+base, target = resolve(sys.argv[1], None, "baseline"), resolve(sys.argv[2], None, "target")
+px, n_windows = int(sys.argv[3]), int(sys.argv[4])
+cache = ProfileCache()
+if not (cache.has(base.fingerprint) and cache.has(target.fingerprint)):
+    print("MISS"); sys.exit(0)
+t0 = time.perf_counter()
+pb, pt = load_pair(base, target, backends=(cache, None))
+t1 = time.perf_counter()
+cmp = Comparison(pb, pt)
+both_lanes(cmp)
+t2 = time.perf_counter()
+first = timeline_answer(cmp, Query(px=px))
+t3 = time.perf_counter()
+step = first["step"]
+lo, hi = first["extent"]["start_ms"], first["extent"]["end_ms"]
+windows = []
+a, b = lo, hi
+while len(windows) < n_windows // 2 and b - a > 0.04:          # zoom in by halves around the middle third
+    mid = a + (b - a) / 3
+    a, b = mid - (b - a) / 4, mid + (b - a) / 4
+    windows.append((a, b))
+w = b - a
+for k in range(n_windows - len(windows) - 2):                    # pan by half a window, both ways
+    sgn = 1 if k % 2 == 0 else -1
+    a, b = a + sgn * w / 2 * (k + 1), b + sgn * w / 2 * (k + 1)
+    windows.append((a, b))
+span = side_lanes(pb).span
+origin = first["baseline"]["origin_ns"]
+windows.append(((span[0] - origin) / 1e6, (span[1] - origin) / 1e6))   # the whole capture
+times, items = [], []
+for a, b in windows:
+    s = time.perf_counter()
+    ans = timeline_answer(cmp, Query(step=step, start_ms=a, end_ms=b, px=px))
+    times.append(time.perf_counter() - s)
+    items.append(ans["baseline"]["items"] + ans["target"]["items"])
+s = time.perf_counter()
+range_answer(cmp, Query(step=step))
+rng = time.perf_counter() - s
+size = len(json.dumps(first))
+print(json.dumps({"open": t1 - t0, "lanes": t2 - t1, "window": t3 - t2, "first_paint": t3 - t0,
+                  "zoom": times, "items": items, "range": rng, "first_bytes": size, "step": step,
+                  "events": sum(len(df) for p in (pb, pt) for name, df in p.tables.items()
+                                if name in ("kernels", "ops", "comm_ops", "comm_tasks"))}))
+"""
+
+FILL = r"""
+import sys
+from tb_compare_plugin.cli import resolve
+from tb_compare_plugin.service.loading import load_pair, make_backends
+base, target = resolve(sys.argv[1], None, "baseline"), resolve(sys.argv[2], None, "target")
+cache, pool = make_backends(workers=2, start=True)
+try:
+    load_pair(base, target, backends=(cache, pool))
+finally:
+    if pool is not None:
+        pool.shutdown()
+"""
+
+
+def bench_dir() -> Path:
+    return Path(os.environ.get("TB_COMPARE_BENCH_DIR") or "/tmp/tb_compare_bench")
+
+
+def _env(cache_dir: Path) -> dict:
+    env = dict(os.environ)
+    env["TB_COMPARE_CACHE_DIR"] = str(cache_dir)
+    env.pop("TB_COMPARE_CACHE", None)
+    env.pop("TB_COMPARE_CACHE_MAX_MB", None)
+    return env
+
+
+def _run(base: Path, target: Path, px: int, windows: int, env: dict):
+    out = subprocess.run([sys.executable, "-c", RUN, str(base), str(target), str(px), str(windows)], env=env,
+                         cwd=ROOT, capture_output=True, text=True, check=True)
+    line = out.stdout.strip().splitlines()[-1]
+    return None if line == "MISS" else json.loads(line)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--pair", default="gpu_1gb")
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--px", type=int, default=1500)
+    ap.add_argument("--windows", type=int, default=20)
+    ap.add_argument("--cache-dir", default=None)
+    args = ap.parse_args(argv)
+    pair = bench_dir() / args.pair
+    base, target = pair / "baseline", pair / "target"
+    if not base.is_dir() or not target.is_dir():
+        print(f"{pair} is missing: python -m bench.gen_traces --sizes {args.pair.split('_', 1)[-1]}",
+              file=sys.stderr)
+        return 2
+    cache_dir = Path(args.cache_dir) if args.cache_dir else bench_dir() / "timeline_bench_cache"
+    env = _env(cache_dir)
+    if _run(base, target, args.px, 2, env) is None:
+        print(f"filling the cache {cache_dir} (parsing both sides once) ...", file=sys.stderr)
+        subprocess.run([sys.executable, "-c", FILL, str(base), str(target)], env=env, cwd=ROOT, check=True)
+        if _run(base, target, args.px, 2, env) is None:
+            print("the cache still misses a side (is the cache writable and big enough?)", file=sys.stderr)
+            return 1
+    runs = [_run(base, target, args.px, args.windows, env) for _ in range(args.repeat)]
+    med = lambda key: statistics.median(r[key] for r in runs)  # noqa: E731
+    zoom = [t for r in runs for t in r["zoom"]]
+    print(f"{args.pair}: {runs[0]['events']:,} events (host ops, kernels, collectives, tasks), step {runs[0]['step']}, "
+          f"px {args.px}, {args.repeat} runs")
+    print(f"first paint: median {med('first_paint'):.3f} s (open {med('open'):.3f} + lanes {med('lanes'):.3f} "
+          f"+ first window {med('window'):.3f}); first answer {runs[0]['first_bytes'] / 1024:.0f} KiB")
+    print(f"zoom/pan: median {statistics.median(zoom) * 1000:.1f} ms, worst {max(zoom) * 1000:.1f} ms over "
+          f"{len(zoom)} windows; items per answer (both sides) max {max(max(r['items']) for r in runs)} "
+          f"(budget {2 * 4 * args.px})")
+    print(f"range selection (one step): median {med('range') * 1000:.1f} ms")
+    print("first paint runs: " + " ".join(f"{r['first_paint']:.3f}" for r in runs))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
