@@ -19,7 +19,8 @@ Each run is a fresh interpreter (imports excluded from the times), page cache wa
   the route does (lanes cached): zooming in by halves down to ~20 µs, panning by half a window
   either way, zooming out to the whole capture, and a range selection (``range_answer``).
 
-Prints the medians (and the worst zoom/pan) over ``--repeat`` runs.
+Prints the medians (and the worst zoom/pan) over ``--repeat`` runs, wall time and CPU time (all the
+process's threads: what the work costs when the machine is shared; the load average is printed).
 """
 from __future__ import annotations
 
@@ -48,14 +49,14 @@ px, n_windows = int(sys.argv[3]), int(sys.argv[4])
 cache = ProfileCache()
 if not (cache.has(base.fingerprint) and cache.has(target.fingerprint)):
     print("MISS"); sys.exit(0)
-t0 = time.perf_counter()
+c0, t0 = time.process_time(), time.perf_counter()
 pb, pt = load_pair(base, target, backends=(cache, None))
-t1 = time.perf_counter()
+c1, t1 = time.process_time(), time.perf_counter()
 cmp = Comparison(pb, pt)
 both_lanes(cmp)
-t2 = time.perf_counter()
+c2, t2 = time.process_time(), time.perf_counter()
 first = timeline_answer(cmp, Query(px=px))
-t3 = time.perf_counter()
+c3, t3 = time.process_time(), time.perf_counter()
 step = first["step"]
 lo, hi = first["extent"]["start_ms"], first["extent"]["end_ms"]
 windows = []
@@ -72,18 +73,20 @@ for k in range(n_windows - len(windows) - 2):                    # pan by half a
 span = side_lanes(pb).span
 origin = first["baseline"]["origin_ns"]
 windows.append(((span[0] - origin) / 1e6, (span[1] - origin) / 1e6))   # the whole capture
-times, items = [], []
+times, cpu, items = [], [], []
 for a, b in windows:
-    s = time.perf_counter()
+    c, s = time.process_time(), time.perf_counter()
     ans = timeline_answer(cmp, Query(step=step, start_ms=a, end_ms=b, px=px))
     times.append(time.perf_counter() - s)
+    cpu.append(time.process_time() - c)
     items.append(ans["baseline"]["items"] + ans["target"]["items"])
 s = time.perf_counter()
 range_answer(cmp, Query(step=step))
 rng = time.perf_counter() - s
 size = len(json.dumps(first))
 print(json.dumps({"open": t1 - t0, "lanes": t2 - t1, "window": t3 - t2, "first_paint": t3 - t0,
-                  "zoom": times, "items": items, "range": rng, "first_bytes": size, "step": step,
+                  "cpu_open": c1 - c0, "cpu_lanes": c2 - c1, "cpu_window": c3 - c2, "cpu_first_paint": c3 - c0,
+                  "zoom": times, "cpu_zoom": cpu, "items": items, "range": rng, "first_bytes": size, "step": step,
                   "events": sum(len(df) for p in (pb, pt) for name, df in p.tables.items()
                                 if name in ("kernels", "ops", "comm_ops", "comm_tasks"))}))
 """
@@ -146,11 +149,15 @@ def main(argv=None) -> int:
     runs = [_run(base, target, args.px, args.windows, env) for _ in range(args.repeat)]
     med = lambda key: statistics.median(r[key] for r in runs)  # noqa: E731
     zoom = [t for r in runs for t in r["zoom"]]
+    czoom = [t for r in runs for t in r["cpu_zoom"]]
     print(f"{args.pair}: {runs[0]['events']:,} events (host ops, kernels, collectives, tasks), step {runs[0]['step']}, "
           f"px {args.px}, {args.repeat} runs")
     print(f"first paint: median {med('first_paint'):.3f} s (open {med('open'):.3f} + lanes {med('lanes'):.3f} "
           f"+ first window {med('window'):.3f}); first answer {runs[0]['first_bytes'] / 1024:.0f} KiB")
-    print(f"zoom/pan: median {statistics.median(zoom) * 1000:.1f} ms, worst {max(zoom) * 1000:.1f} ms over "
+    print(f"  CPU time (all threads): {med('cpu_first_paint'):.3f} s (open {med('cpu_open'):.3f} + lanes "
+          f"{med('cpu_lanes'):.3f} + first window {med('cpu_window'):.3f}); load average {os.getloadavg()[0]:.1f}")
+    print(f"zoom/pan: median {statistics.median(zoom) * 1000:.1f} ms (CPU {statistics.median(czoom) * 1000:.1f} ms), "
+          f"worst {max(zoom) * 1000:.1f} ms (CPU {max(czoom) * 1000:.1f} ms) over "
           f"{len(zoom)} windows; items per answer (both sides) max {max(max(r['items']) for r in runs)} "
           f"(budget {2 * 4 * args.px})")
     print(f"range selection (one step): median {med('range') * 1000:.1f} ms")
