@@ -66,6 +66,8 @@ class _TraceView:
                 ev["id"] = mark(K_NSID if fid >= 10 ** 15 else K_ID, fid, False)
             elif isinstance(fid, str) and fid.isdigit():
                 ev["id"] = mark(K_BIGID, int(fid), True)
+            elif isinstance(fid, str) and fid.count(".") == 1 and fid.replace(".", "").isdigit():
+                ev["id"] = mark(*us_str_slot(fid), True)      # MindSpore: the flow id is its end's µs ts
             args = ev.get("args")
             if isinstance(args, dict) and any(k in args for k in _ARG_IDS):
                 args = dict(args)

@@ -23,7 +23,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 LOADER_MODULE = {"trace-json": "kineto_json", "ascend-text": "ascend_text", "mindspore-text": "ascend_text",
-                 "ascend-db": "ascend_db", "mindspore-db": "ascend_db"}
+                 "ascend-db": "ascend_db", "mindspore-db": "ascend_db", "msprof-cann": "msprof_cann"}
 
 
 def _rss_mb() -> float:

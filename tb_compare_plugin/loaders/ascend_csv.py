@@ -36,8 +36,13 @@ MEMCPY_TASKS = frozenset({"SDMA_SQE", "PCIE_DMA_SQE"})
 
 def read_csv(path: str, required: Iterable[str], optional: Iterable[str],
              warnings: list[str], aliases: dict[str, tuple[str, ...]] | None = None,
-             warn_missing: bool = True) -> pd.DataFrame | None:
+             warn_missing: bool = True, floats: Iterable[str] = ()) -> pd.DataFrame | None:
     """Read the wanted columns of ``path`` as strings (headers stripped); None for an empty file.
+
+    ``floats``: wanted columns parsed as float64 by the C parser itself ("" and "N/A" -> NaN; its
+    default precision gives Python's ``float()`` of each cell, i.e. :func:`num`'s values: checked in
+    tests/test_msprof_timeline_stream.py); if any cell of them is not a
+    number the file is read again all as strings (so :func:`num` gives the same NaNs as always).
 
     ``aliases`` maps a canonical column to alternative header spellings (e.g. "Step Id"
     -> ("Step ID",)); the frame uses the canonical name.  Absent optional columns are
@@ -65,8 +70,21 @@ def read_csv(path: str, required: Iterable[str], optional: Iterable[str],
             return None
         # index_col=False: a first row with extra cells must not turn leading columns into an index
         # (which shifts every column by that many places)
-        df = pd.read_csv(path, dtype=str, keep_default_na=False, encoding="utf-8-sig",
-                         usecols=lambda c: c.strip() in want, engine="c", index_col=False)
+        df = None
+        fl = {w for w, canon in want.items() if canon in set(floats)}
+        if fl:
+            try:
+                head = pd.read_csv(path, nrows=0, encoding="utf-8-sig", engine="c", index_col=False).columns
+                types = {c: (np.float64 if c.strip() in fl else str) for c in head if c.strip() in want}
+                nas = {c: list(NA_STRINGS) for c, t in types.items() if t is np.float64}
+                df = pd.read_csv(path, dtype=types, keep_default_na=False, na_values=nas,
+                                 encoding="utf-8-sig", usecols=lambda c: c.strip() in want, engine="c",
+                                 index_col=False)
+            except ValueError:                # a cell that is not a number: the all-strings read
+                df = None
+        if df is None:
+            df = pd.read_csv(path, dtype=str, keep_default_na=False, encoding="utf-8-sig",
+                             usecols=lambda c: c.strip() in want, engine="c", index_col=False)
     except UnicodeDecodeError as exc:
         raise LoadError(path, f"not valid UTF-8 text (byte {exc.start}: {exc.reason})") from None
     except pd.errors.EmptyDataError:
@@ -94,6 +112,8 @@ def num(df: pd.DataFrame, col: str) -> np.ndarray:
     """Float column (NaN for missing / 'N/A' / junk / absent column)."""
     if col not in df.columns:
         return np.full(len(df), np.nan)
+    if df[col].dtype == np.float64:                              # read as floats (read_csv floats=)
+        return df[col].to_numpy(np.float64)
     codes, uniq = pd.factorize(df[col].to_numpy(dtype=object))  # parse each distinct cell once
     cells = objects([v.strip() if type(v) is str else v for v in uniq])
     vals = np.append(pd.to_numeric(cells, errors="coerce").astype(np.float64), np.nan)

@@ -27,15 +27,19 @@ Problems are warnings naming the file, count and reason; an unreadable op_summar
 """
 from __future__ import annotations
 
-import json
 import os
 import re
+from itertools import compress
+from typing import Any
 
+import msgspec
 import numpy as np
 import pandas as pd
 
 from ..model import KIND_COMM, KIND_COMPUTE, KIND_MEMCPY, KIND_OTHER, Profile, ProfileMeta, SymbolTable, make_table
 from ..model.intervals import nest
+from ..gcpause import gc_paused
+from . import jsonstream
 from .ascend_columns import ts_ns
 from .ascend_csv import PMU_COLUMNS, num, ns, read_csv, text
 from .errors import LoadError
@@ -45,6 +49,7 @@ KINDS = ("op_summary", "op_statistic", "step_trace", "task_time", "api_statistic
 FILE_RE = re.compile(r"^(" + "|".join(KINDS) + r")(?:_(\d+))*?(?:_slice_(\d+))?_(\d+)\.(csv|json)$")
 DEVICE_RE = re.compile(r"^device_(\d+)$")
 COMPUTE_PREFIXES = ("AI_", "MIX_")
+CHUNK_BYTES = 1 << 20                  # timeline decode chunk (read at call time: tests shrink it)
 
 
 def output_files(out_dir: str) -> dict:
@@ -94,7 +99,9 @@ def _read_op_summary(paths: list, warnings: list) -> dict:
         df = read_csv(p, ["Op Name", "Task Start Time(us)", "Task Duration(us)"],
                       ["OP Type", "Task Type", "Stream ID", "Task ID", "Device_id", "Task Wait Time(us)",
                        "Input Shapes", "Input Data Types", "Input Formats", *PMU_COLUMNS], warnings,
-                      aliases={"Stream ID": ("Stream Id",), "Task ID": ("Task Id",)}, warn_missing=False)
+                      aliases={"Stream ID": ("Stream Id",), "Task ID": ("Task Id",)}, warn_missing=False,
+                      floats=["Task Duration(us)", "Stream ID", "Task ID", "Device_id", "Task Wait Time(us)",
+                              *PMU_COLUMNS])
         if df is None:
             continue
         for col in ("OP Type", "Task Type"):
@@ -280,53 +287,124 @@ def _check_op_statistic(paths: list, kernels, sym, warnings: list, read: list) -
                             f"from op_summary (e.g. {off[0]}); the views use op_summary")
 
 
+class _TimelineEvent(msgspec.Struct):
+    """The fields of a timeline event this loader reads (others are skipped unparsed)."""
+    name: Any = ""
+    ph: Any = None
+    pid: Any = None
+    tid: Any = None
+    ts: Any = None
+    dur: Any = None
+    args: msgspec.Raw = msgspec.Raw(b"null")
+
+
+_EVENTS = msgspec.json.Decoder(list[_TimelineEvent])
+_ANY = msgspec.json.Decoder()
+
+
+class _Redo(Exception):
+    """A process named CANN after events of it were dropped as another process's."""
+
+
+class _Timeline:
+    """The ``decode`` callback of :func:`jsonstream.iter_event_chunks` for one ``msprof_*.json``:
+    keeps (pid, name, ts, dur, tid) of the X events of every process not already known to be
+    another than ``CANN`` (msprof writes the process_name metadata first, so in practice only the
+    CANN track is kept, ~16% of the events); ``keep_all`` keeps every X event.  A chunk's metadata
+    is applied before its X events are filtered."""
+
+    def __init__(self, keep_all: bool) -> None:
+        self.keep_all = keep_all
+        self.n_events = 0
+        self.cann: set = set()            # pids named CANN
+        self.other: set = set()           # pids named something else (their X events dropped)
+        self.suspect: set = set()         # pids of ``other`` when a chunk was filtered
+        self.x: list = []                 # (pid, name, ts, dur, tid)
+
+    def __call__(self, view) -> None:
+        try:
+            evs = _EVENTS.decode(view)
+            self.n_events += len(evs)
+        except msgspec.ValidationError:               # an element that is not an object: skip those
+            raw = _ANY.decode(view)
+            self.n_events += len(raw)
+            evs = [_TimelineEvent(**{k: v for k, v in e.items() if k in _FIELDS and k != "args"},
+                                  args=msgspec.Raw(msgspec.json.encode(e.get("args"))))
+                   for e in raw if isinstance(e, dict)]
+        for e in [e for e in evs if e.ph == "M" and e.name == "process_name"]:
+            try:
+                args = _ANY.decode(e.args)
+            except msgspec.DecodeError:
+                args = None
+            if isinstance(args, dict) and args.get("name") == "CANN":
+                if e.pid in self.suspect:
+                    raise _Redo
+                self.cann.add(e.pid)
+                self.other.discard(e.pid)
+            elif e.pid not in self.cann:
+                self.other.add(e.pid)
+        other = self.other
+        if self.keep_all or not other:
+            self.x += [(e.pid, e.name, e.ts, e.dur, e.tid) for e in evs if e.ph == "X"]
+        else:
+            self.suspect |= other
+            self.x += [(e.pid, e.name, e.ts, e.dur, e.tid) for e in evs if e.ph == "X" and e.pid not in other]
+
+
+_FIELDS = frozenset(_TimelineEvent.__struct_fields__)
+
+
+def _read_timeline(p: str) -> _Timeline:
+    for keep_all in (False, True):
+        col = _Timeline(keep_all)
+        try:
+            with gc_paused():
+                for _ in jsonstream.iter_event_chunks(p, col, chunk_bytes=CHUNK_BYTES):
+                    pass
+        except _Redo:
+            continue
+        except MemoryError:
+            raise LoadError(p, "not enough memory to load this timeline") from None
+        return col
+    raise AssertionError("unreachable: keep_all keeps every event")
+
+
 def _timeline_ops(paths: list, sym, warnings: list):
-    """The CANN track of ``msprof_*.json`` slices as host ops (cat ``runtime``)."""
+    """The CANN track of ``msprof_*.json`` slices as host ops (cat ``runtime``), decoded chunk by
+    chunk (:mod:`.jsonstream`) keeping only that track: the same table as a whole-file decode."""
     names, ts, dur, tid = [], [], [], []
     for p in paths:
-        try:
-            with open(p, encoding="utf-8") as f:
-                doc = json.load(f)
-        except (OSError, UnicodeDecodeError) as e:
-            raise LoadError(p, f"cannot read ({e})") from None
-        except ValueError as e:
-            raise LoadError(p, f"not valid JSON, truncated or damaged copy? ({e})") from None
-        if isinstance(doc, dict):
-            doc = doc.get("traceEvents", [])
-        if not isinstance(doc, list):
-            raise LoadError(p, "not a Chrome-trace event list")
-        cann = {e.get("pid") for e in doc if isinstance(e, dict) and e.get("ph") == "M"
-                and e.get("name") == "process_name" and (e.get("args") or {}).get("name") == "CANN"}
-        n0, bad = len(names), 0
-        for e in doc:
-            if isinstance(e, dict) and e.get("ph") == "X" and e.get("pid") in cann:
-                d = e.get("dur")
-                try:
-                    d = float(d)
-                except (TypeError, ValueError):
-                    bad += 1
-                    continue
-                if not np.isfinite(d) or d < 0:
-                    bad += 1
-                    continue
-                names.append(str(e.get("name", "")))
-                ts.append(e.get("ts"))
-                dur.append(d)
-                tid.append(e.get("tid"))
-        if not doc:
+        col = _read_timeline(p)
+        cann, n_events = col.cann, col.n_events
+        x = [e for e in col.x if e[0] in cann]
+        del col
+        _, nm, t, d, th = zip(*x) if x else ((),) * 5
+        d = _floats(d)
+        ok = np.isfinite(d) & (d >= 0)
+        bad = int(len(d) - ok.sum())
+        keep = ok.tolist()
+        names += [v if type(v) is str else str(v) for v in compress(nm, keep)]
+        ts += compress(t, keep)
+        dur.append(d[ok])
+        tid += compress(th, keep)
+        if not n_events:
             warnings.append(f"{os.path.basename(p)}: empty slice (no events)")
-        elif len(names) == n0 and not bad:
+        elif not x:
             warnings.append(f"{os.path.basename(p)}: no CANN track events")
         if bad:
             warnings.append(f"{os.path.basename(p)}: {bad} CANN event(s) dropped (missing or bad dur)")
+    dur = np.concatenate(dur) if dur else np.zeros(0)
     start = ts_ns(ts) if ts else np.zeros(0, np.int64)
     keep = start >= 0
     if int((~keep).sum()):
         warnings.append(f"{os.path.basename(paths[0])}: {int((~keep).sum())} CANN event(s) dropped (bad ts)")
     start = start[keep]
-    d_ns = np.round(np.asarray(dur, np.float64)[keep] * 1000).astype(np.int64)
-    t = np.array([_tid(x) for x, k in zip(tid, keep) if k], np.int64)
-    nm = [x for x, k in zip(names, keep) if k]
+    d_ns = np.round(dur[keep] * 1000).astype(np.int64)
+    if keep.all():
+        t, nm = _ints(tid), names
+    else:
+        kl = keep.tolist()
+        t, nm = _ints(list(compress(tid, kl))), list(compress(names, kl))
     order = np.lexsort((-d_ns, start))
     start, d_ns, t = start[order], d_ns[order], t[order]
     nm = [nm[i] for i in order]
@@ -336,8 +414,37 @@ def _timeline_ops(paths: list, sym, warnings: list):
                       dur_ns=d_ns, pid=np.zeros(n, np.int64), tid=t, parent=parent, depth=depth)
 
 
+def _floats(vals) -> np.ndarray:
+    """float(v) of each value, NaN where that fails (numbers and numeric strings alike)."""
+    try:
+        out = np.array(vals, np.float64)
+        if out.shape == (len(vals),):
+            return out
+    except (TypeError, ValueError):
+        pass
+    out = np.empty(len(vals))
+    for i, v in enumerate(vals):
+        try:
+            out[i] = float(v)
+        except (TypeError, ValueError):
+            out[i] = np.nan
+    return out
+
+
+def _ints(vals) -> np.ndarray:
+    """int(v) of each value (-1 where that fails), as int64."""
+    try:
+        return np.array(vals, np.int64) if all(type(v) is int for v in vals) else _slow_ints(vals)
+    except OverflowError:
+        return _slow_ints(vals)
+
+
+def _slow_ints(vals) -> np.ndarray:
+    return np.array([_tid(v) for v in vals], np.int64)
+
+
 def _tid(x) -> int:
     try:
         return int(x)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return -1
