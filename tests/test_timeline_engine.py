@@ -189,3 +189,33 @@ def test_bad_parameters(cmp):
     with pytest.raises(BadParameter) as e:
         item_answer(cmp, "middle", "k1")
     assert e.value.parameter == "side"
+
+
+@pytest.mark.parametrize("pair", [("msprof_tf/baseline", "msprof_tf/target"), ("graph_mode/base", "graph_mode/target"),
+                                  ("mindspore/baseline", "mindspore/target"), ("target_npu", "target_npu_v2")])
+def test_other_formats_step_range_equals_overview(pair):
+    """msprof CANN, graph mode (Ascend text), MindSpore and Ascend vs Ascend: every common step's
+    range equals its Overview figures, and every answer is well formed."""
+    from tb_compare_plugin.discovery import classify_path
+    profs = []
+    for rel in pair:
+        w = classify_path(str(SAMPLES / rel))[0]
+        profs.append(load(w.format, w.root))
+    c = Comparison(*profs)
+    steps = sorted(set(profs[0].step_ids()) & set(profs[1].step_ids()))
+    assert steps
+    for step in steps:
+        got = range_answer(c, Query(step=step))
+        for side, prof in (("baseline", profs[0]), ("target", profs[1])):
+            m = {k: v.duration_ns / 1e6 for k, v in breakdown(prof, step).metrics.items()}
+            for key, want in (("computing", m["computing"]), ("communication", m["uncovered"]),
+                              ("free", m["free_time"]), ("range", m["e2e"]), ("matmul", m["mm"] + m["cube"]),
+                              ("vector", m["vector"])):
+                assert got[side][key] == pytest.approx(want, rel=0.01, abs=1e-6), (pair, step, side, key)
+    ans = timeline_answer(c, Query(step=steps[0], px=300))
+    for side in ("baseline", "target"):
+        assert 0 < ans[side]["items"] <= 1200
+        ids = [it[4] for ln in ans[side]["lanes"] for it in ln["items"] if it[4]][:5]
+        for i in ids:
+            det = item_answer(c, side, i, steps[0])
+            assert det["id"] == i and det["name"]

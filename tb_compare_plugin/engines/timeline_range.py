@@ -51,32 +51,38 @@ def range_totals(profile, lanes, start_ns: int, end_ns: int) -> dict:
 
 
 def step_window(profile, step: int) -> tuple[int, int]:
-    """[first, last) ns of ``step``'s device window as the overview counts its E2E: from the step's
-    first device activity (its kernels, and the Overlap Analysis intervals / collectives starting
-    inside it) to its last, or on to the next step's first device activity when that comes later
-    (the gap before the next step is this step's Free time).  Raises ``StepError``.  Kept per
+    """[first, last) ns of ``step``'s device window, the span the overview counts as its E2E Time:
+    the profiler's Overlap Analysis intervals of the step when it wrote them (and the device tasks
+    are not a database's); else from the step's first device activity (its kernels and collectives)
+    to its last and, on a GPU, on to the next step's first device activity when that comes later
+    (the gap before the next step is this step's Free Time there).  Raises ``StepError``.  Kept per
     profile and step in the derived cache (every zoom and pan asks for it)."""
     from ..model.derived import derived
     return derived(profile, f"timeline_step:{int(step)}", lambda: _step_window(profile, int(step)))
+
+
+def _span(df, mask):
+    if not len(df) or not mask.any():
+        return None
+    s = df["start_ns"].to_numpy()[mask]
+    e = s + df["dur_ns"].to_numpy()[mask]
+    ok = s >= 0
+    return (int(s[ok].min()), int(e[ok].max())) if ok.any() else None
 
 
 def _step_window(profile, step: int) -> tuple[int, int]:
     from .overall_steps import select
     sel = select(profile, step)
     k, ov, co = profile.kernels, profile.overlap, profile.comm_ops
-    starts, ends = [], []
-    for df, mask in ((k, sel.kernels), (ov, sel.overlap), (co, sel.comm_ops)):
-        if len(df) and mask.any():
-            s = df["start_ns"].to_numpy()[mask]
-            e = s + df["dur_ns"].to_numpy()[mask]
-            ok = s >= 0
-            if ok.any():
-                starts.append(int(s[ok].min()))
-                ends.append(int(e[ok].max()))
-    if not starts:
+    if len(ov) and not profile.meta.task_types_from_db:
+        spans = [_span(ov, sel.overlap)]
+    else:
+        spans = [_span(k, sel.kernels), _span(co, sel.comm_ops)]
+    spans = [x for x in spans if x is not None]
+    if not spans:
         lo, hi = sel.window
         return int(lo), int(hi)
-    lo, hi = min(starts), max(ends)
-    if sel.next_start is not None and sel.next_start > hi:
+    lo, hi = min(x[0] for x in spans), max(x[1] for x in spans)
+    if profile.meta.device != "NPU" and sel.next_start is not None and sel.next_start > hi:
         hi = int(sel.next_start)
     return lo, hi
