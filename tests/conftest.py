@@ -120,3 +120,58 @@ def kill_children_while(busy) -> int:
                     pass
         time.sleep(0.005)
     return len(killed)
+
+
+# ------------------------------------------------------------------------- cluster runs and Dask
+
+# The 8-rank cluster bench/gen_cluster.py builds from the corpus's 2-rank Ascend run, with a
+# planted slow rank (5, +25 ms) and slow link (2 -> 3, 0.8 of the bandwidth cut).
+GEN8 = {"ranks": 8, "steps": 2, "seed": 7, "slow_rank": 5, "slow_rank_extra_ms": 25.0, "slow_link": (2, 3),
+        "bandwidth_cut": 0.8}
+
+
+@pytest.fixture(scope="session")
+def gen8_run(tmp_path_factory) -> Path:
+    """The generated 8-rank run (folder ``gen8``), built once for every module that reads it;
+    tests that change a rank work on a copy."""
+    import sys
+    sys.path.insert(0, str(ROOT))
+    from bench import gen_cluster
+    if not gen_cluster.DEFAULT_SOURCE.is_dir():
+        pytest.skip(f"corpus run missing: {gen_cluster.DEFAULT_SOURCE}")
+    dest = tmp_path_factory.mktemp("clusters") / "gen8"
+    gen_cluster.generate(gen_cluster.Plan(**GEN8), dest)
+    return dest
+
+
+class _Dask:
+    """The one ``distributed.LocalCluster`` of the tests asking for ``dask_scheduler``: started by
+    the first of them, closed right after the last (``pytest_runtest_teardown``), not at the
+    session's end, so that its worker processes (children of this process) are gone before
+    tests that kill or count this process's children."""
+    cluster = None
+
+    @classmethod
+    def close(cls) -> None:
+        if cls.cluster is not None:
+            cluster, cls.cluster = cls.cluster, None
+            cluster.close()
+
+
+@pytest.fixture(scope="session")
+def dask_scheduler():
+    """Address of a LocalCluster (2 worker processes, one thread each), shared by the modules."""
+    distributed = pytest.importorskip("distributed")
+    if _Dask.cluster is None:
+        _Dask.cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                                 dashboard_address=None)
+    yield _Dask.cluster.scheduler_address
+    _Dask.close()
+
+
+def pytest_runtest_teardown(item, nextitem):
+    if _Dask.cluster is not None:
+        items = item.session.items
+        rest = items[items.index(item) + 1:] if item in items else []
+        if not any("dask_scheduler" in getattr(i, "fixturenames", ()) for i in rest):
+            _Dask.close()

@@ -26,7 +26,7 @@ from tb_compare_plugin import cli
 from tb_compare_plugin.loader import ProfileCompareLoader
 from tb_compare_plugin.presenters.relpaths import RelativePaths
 
-from conftest import CORPUS, track_plugin
+from conftest import CORPUS, GEN8, track_plugin
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
@@ -39,17 +39,17 @@ SLOW_RANK, SLOW_LINK = 5, (2, 3)
 
 
 @pytest.fixture(scope="module")
-def logdir(tmp_path_factory):
+def logdir(tmp_path_factory, gen8_run):
     npu = os.path.join(str(CORPUS), "npu")
     if not (os.path.isdir(os.path.join(npu, TEXT_RUN)) and gen_cluster.DEFAULT_SOURCE.is_dir()):
         pytest.skip("corpus 2-rank runs missing")
+    assert (GEN8["slow_rank"], GEN8["slow_link"]) == (SLOW_RANK, SLOW_LINK)
     base = tmp_path_factory.mktemp("cluster_present")
     d = base / "logdir"
     d.mkdir()
     for run in (TEXT_RUN, DB_RUN):
         os.symlink(os.path.join(npu, run), d / run)
-    gen_cluster.generate(gen_cluster.Plan(ranks=8, steps=2, seed=7, slow_rank=SLOW_RANK, slow_rank_extra_ms=25.0,
-                                          slow_link=SLOW_LINK, bandwidth_cut=0.8), d / GEN)
+    os.symlink(gen8_run, d / GEN)                     # conftest's, shared with test_cluster_scale
     single = d / "single"                              # a run with one worker
     single.mkdir()
     os.symlink(os.path.join(npu, TEXT_RUN, "rank0_ascend_pt"), single / "rank0_ascend_pt")
@@ -327,11 +327,8 @@ def test_libreoffice_opens_the_workbook(workbook, tmp_path):
 # ------------------------------------------------------------------------------------ Dask
 
 
-def test_dask_scheduler_gives_the_same_json(logdir, tmp_path, cli_json):
-    distributed = pytest.importorskip("distributed")
-    out = tmp_path / "dask.json"
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=None) as lc:
-        assert cli.main(["cluster", "-q", "--no-progress", "--no-cache", str(logdir / GEN),
-                         "--dask-scheduler", lc.scheduler_address, "--json", str(out)]) == 0
+def test_dask_scheduler_gives_the_same_json(logdir, tmp_path, cli_json, dask_scheduler):
+    out = tmp_path / "dask.json"        # conftest's LocalCluster (2 worker processes), shared with test_cluster_scale
+    assert cli.main(["cluster", "-q", "--no-progress", "--no-cache", str(logdir / GEN),
+                     "--dask-scheduler", dask_scheduler, "--json", str(out)]) == 0
     assert json.loads(out.read_text()) == cli_json["gen"]
