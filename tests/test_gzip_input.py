@@ -276,3 +276,43 @@ def test_one_event_past_the_span_limit_is_an_error(tmp_path, monkeypatch):
     f = write_gz(tmp_path / "long.json.gz", [b'{"traceEvents": [' + a + b',{"name": "', 40 * MB, b'"}]}'])
     with pytest.raises(LoadError, match=r"long\.json\.gz: more than 8 MB without a boundary between events"):
         kineto_json.load(str(f))
+
+
+def test_whitespace_anywhere_reads_the_same_events(tmp_path):
+    """Whitespace runs of every length (0 to 12 KB, any of the four characters) between every
+    token, long runs of spaces inside strings, a gzip stream: the events read are those of
+    ``json.loads``, whatever the chunk size."""
+    import random
+
+    import msgspec
+    rng = random.Random(21)
+    evs = json.loads(GPU_SAMPLE.read_text())["traceEvents"][:100]
+    for e in evs[::7]:
+        e["name"] = e.get("name", "") + " " * rng.choice([100, 5000, 9000]) + "|"
+
+    pool = ["".join(rng.choice(" \t\r\n") for _ in range(64)) for _ in range(8)]
+
+    def ws() -> str:
+        n = rng.choice([0, 0, 0, 1, 2, 50, 4095, 4096, 4097, 12000])
+        run = rng.choice(pool) * (n // 64 + 1)
+        return run[:n]
+
+    def emit(x) -> str:
+        if isinstance(x, dict):
+            return "{" + ws() + ("," + ws()).join(f"{json.dumps(k)}{ws()}:{ws()}{emit(v)}{ws()}"
+                                                  for k, v in x.items()) + "}"
+        if isinstance(x, list):
+            return "[" + ws() + ("," + ws()).join(emit(v) + ws() for v in x) + "]"
+        return json.dumps(x)
+
+    text = ws() + emit({"schemaVersion": 1, "traceEvents": evs, "displayTimeUnit": "ms"}) + ws()
+    assert json.loads(text)["traceEvents"] == evs
+    f = write_gz(tmp_path / "ws.json.gz", [text.encode()])
+    for chunk in (3000, 1 << 20):
+        got, res = [], jsonstream.StreamResult()
+        for part in jsonstream.iter_event_chunks(str(f), lambda v: msgspec.json.decode(v), chunk_bytes=chunk,
+                                                 result=res):
+            got.extend(part)
+        assert got == evs, chunk
+        assert res.outside == {"schemaVersion": 1, "displayTimeUnit": "ms"}
+        assert res.total_bytes == len(text.encode())

@@ -54,6 +54,7 @@ COLLAPSE_MIN = 4096             # whitespace runs at least this long (outside st
 _GRID = COLLAPSE_MIN // 4       # ... found by looking at every _GRID-th byte of a block
 MAX_SPAN = 256 << 20            # more than this without an event boundary: an error, not a buffer
 _WS = frozenset(b" \t\r\n")
+_WS_MARK = bytes(c in _WS for c in range(256))     # translate table: whitespace -> 1, else 0
 _STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
 
 
@@ -65,15 +66,17 @@ def skip_ws(buf, i: int, n: int) -> int:
         return j
     a = np.frombuffer(buf, np.uint8)
     x = None
+    step = 4096                  # windows grow: a run of a few KB costs a few KB, not a block
     try:
         while j < n:
-            e = min(n, j + WS_BLOCK)
+            e = min(n, j + step)
             x = a[j:e]
             other = (x != 0x20) & (x != 0x0A) & (x != 0x0D) & (x != 0x09)
             k = int(other.argmax())
             if other[k]:
                 return j + k
             j = e
+            step = min(2 * step, WS_BLOCK)
         return n
     finally:
         del a, x                 # no export may outlive the call: the bytearray must stay resizable
@@ -95,7 +98,7 @@ def last_non_ws(buf, lo: int, n: int) -> int:
             other = (x != 0x20) & (x != 0x0A) & (x != 0x0D) & (x != 0x09)
             if other.any():
                 return j - 1 - int(other[::-1].argmax())
-            j, step = s, WS_BLOCK
+            j, step = s, min(2 * step, WS_BLOCK)
         return lo - 1
     finally:
         del a, x
@@ -387,21 +390,22 @@ class _State:
                         in_string_to_end = j == n
             pos = j
         if n - pos >= 3 * _GRID:
-            grid = buf[pos:n:_GRID]
-            k, last = 0, len(grid) - 2
-            while k < last:
-                if grid[k] in _WS and grid[k + 1] in _WS and grid[k + 2] in _WS:
-                    p = pos + k * _GRID
+            marks = buf[pos:n:_GRID].translate(_WS_MARK)      # 1 where a grid byte is whitespace
+            k = marks.find(b"\x01\x01\x01")
+            while k >= 0:
+                p = pos + k * _GRID                   # the run's first grid byte
+                j = skip_ws(buf, p, n)
+                if j - p < COLLAPSE_MIN - _GRID:      # too short to be a long run (p - start < _GRID)
+                    k += 1
+                else:
                     rs = last_non_ws(buf, max(pos, p - _GRID), p) + 1
-                    j = skip_ws(buf, p, n)
                     if j - rs >= COLLAPSE_MIN:
                         if outside(rs):
                             drop(rs + 1, j)
                         else:
                             in_string_to_end = j == n
                     k = (j - pos) // _GRID + 1
-                else:
-                    k += 1
+                k = marks.find(b"\x01\x01\x01", k)
         if known_kept is not None:
             self.outside_at = known_kept
         if drops:
