@@ -121,6 +121,7 @@ class ProfileComparePlugin(base_plugin.TBPlugin):
             "/compare/timeline": r(self._compare_timeline, both),
             "/compare/timeline/item": r(self._compare_timeline_item, both),
             "/compare/timeline/range": r(self._compare_timeline_range, both),
+            "/compare/timeline/find": r(self._compare_timeline_find, both),
             "/compare/match_candidates": r(self._compare_match_candidates, both),
             "/compare/matching": r(self._compare_matching, both),
             "/name_maps": r(self._name_maps_list, get),
@@ -424,6 +425,23 @@ class ProfileComparePlugin(base_plugin.TBPlugin):
         q = self._timeline_query(request)
         return self._reply(request, timeline.timeline_item(self._service, *self._pair(request), side, ident,
                                                            q.step, q.align, may_parse))
+
+    def _compare_timeline_find(self, request):
+        """The item a table row (kernel or operator name) opens the timeline at."""
+        from .service import timeline
+        may_parse = self._accept_post(request)
+        side = arg(request, "side", max_len=16)
+        if side not in ("baseline", "target"):
+            raise bad_param("side", f"parameter 'side' must be baseline or target, got {side[:40]!r}",
+                            ["baseline", "target"])
+        kind = arg(request, "kind", required=False, default="op", max_len=16)
+        if kind not in ("kernel", "op"):
+            raise bad_param("kind", f"parameter 'kind' must be kernel or op, got {kind[:40]!r}", ["kernel", "op"])
+        name = arg(request, "name", max_len=4096)
+        nth = int_arg(request, "nth", 0, 0, 10 ** 9)
+        q = self._timeline_query(request)
+        return self._reply(request, timeline.timeline_find(self._service, *self._pair(request), side, kind, name,
+                                                           q.step, nth, may_parse))
 
     def _compare_overall(self, request):
         may_parse = self._accept_post(request)

@@ -219,3 +219,24 @@ def test_other_formats_step_range_equals_overview(pair):
         for i in ids:
             det = item_answer(c, side, i, steps[0])
             assert det["id"] == i and det["name"]
+
+
+def test_find_opens_the_timeline_at_a_table_row(cmp):
+    """A Kernel / Operator row (its name) opens the timeline at that item in the step, with its counterpart."""
+    from tb_compare_plugin.service.timeline import find_answer
+    ans = timeline_answer(cmp, Query(step=2, px=4000))
+    slow = next(it for it in _items(ans, "target", "device") if it[2] == "matmul" and abs(it[1] - 0.8) < 0.02)
+    found = find_answer(cmp, "target", "kernel", slow[3], 2)
+    assert found["step"] == 2 and found["name"] == slow[3] and found["counterpart"] is not None
+    nth = 0
+    while found["id"] != slow[4]:                      # the same name runs several times a step
+        nth += 1
+        found = find_answer(cmp, "target", "kernel", slow[3], 2, nth)
+        assert nth < 50
+    assert found["start_ms"] == slow[0]
+    op = find_answer(cmp, "baseline", "op", "aten::addmm", 3)
+    assert op["id"].startswith("o") and op["step"] == 3 and op["counterpart"]["side"] == "target"
+    assert find_answer(cmp, "baseline", "op", "no such op")["id"] is None
+    with pytest.raises(BadParameter) as e:
+        find_answer(cmp, "baseline", "module", "x")
+    assert e.value.parameter == "kind"

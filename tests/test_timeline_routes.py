@@ -87,6 +87,13 @@ def test_item_and_its_counterpart(tb):
     assert abs(cp["start_ms"] - slow[0][0]) < 0.2 and det["links"]["view"] == "kernel"
 
 
+def test_find_a_table_row(tb):
+    code, body = get(tb, "compare/timeline/find", side="baseline", kind="op", name="aten::addmm", step=2)
+    assert code == 200 and body["id"].startswith("o") and body["counterpart"]["side"] == "target", body
+    code, body = get(tb, "compare/timeline/find", side="target", kind="op", name="nothing", step=2)
+    assert code == 200 and body["id"] is None
+
+
 @pytest.mark.parametrize("step", [1, 4])
 def test_range_of_a_step_equals_the_overview(tb, step):
     rng = post(tb, "compare/timeline/range", step=step)
@@ -118,6 +125,9 @@ def test_range_of_a_step_equals_the_overview(tb, step):
     ("compare/timeline/item", {"side": "target", "id": "q1"}, "id"),
     ("compare/timeline/item", {"side": "target", "id": "k99999999"}, "id"),
     ("compare/timeline/item", {"side": "target"}, "id"),
+    ("compare/timeline/find", {"side": "target", "kind": "module", "name": "x"}, "kind"),
+    ("compare/timeline/find", {"side": "target", "kind": "op"}, "name"),
+    ("compare/timeline/find", {"side": "up", "name": "x"}, "side"),
 ])
 def test_bad_parameters_answer_400(tb, route, params, parameter):
     post(tb, "compare/timeline", step=1, px=10)             # both sides parsed

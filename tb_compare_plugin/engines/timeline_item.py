@@ -178,3 +178,22 @@ def counterpart(matched, side: str, ident: str, base, target) -> dict | None:
     if j < len(same):
         return {"side": oside, "id": f"k{int(same[j])}", "exact": True}
     return {"side": oside, "id": f"o{int(other.op_rows[oanc])}", "exact": False}
+
+
+def find_item(profile, kind: str, name: str, lo: int, hi: int, nth: int = 0) -> str | None:
+    """The id of the ``nth`` (0 = first) ``kind`` ("kernel" | "op") named ``name`` that starts in
+    [lo, hi), in time order, else of the first one anywhere; None when there is none."""
+    table, prefix = ("kernels", "k") if kind == "kernel" else ("ops", "o")
+    df = profile.tables[table]
+    sid = profile.symbols.lookup(name)
+    if sid <= 0 or not len(df):
+        return None
+    rows = np.flatnonzero(df["name"].to_numpy() == sid)
+    if not len(rows):
+        return None
+    start = df["start_ns"].to_numpy()[rows]
+    rows = rows[np.argsort(start, kind="stable")]
+    start = np.sort(start)
+    inside = rows[(start >= lo) & (start < hi)]
+    pick = inside if len(inside) else rows
+    return f"{prefix}{int(pick[min(max(nth, 0), len(pick) - 1)])}"

@@ -197,6 +197,29 @@ def item_answer(cmp, side: str, ident: str, step: int | None = None, align: str 
     return body
 
 
+def find_answer(cmp, side: str, kind: str, name: str, step: int | None = None, nth: int = 0) -> dict:
+    """The ``compare/timeline/find`` answer: the item a table row opens the timeline at (the
+    ``nth`` ``kind`` named ``name`` in the step, else the first anywhere), with its counterpart,
+    as ``item_answer`` gives them; ``{"id": null}`` when the side has no such item."""
+    from ..engines.timeline_item import find_item
+    if side not in SIDES:
+        raise BadParameter("side", f"parameter 'side' must be baseline or target, got {str(side)[:40]!r}",
+                           list(SIDES))
+    if kind not in ("kernel", "op"):
+        raise BadParameter("kind", f"parameter 'kind' must be kernel or op, got {str(kind)[:40]!r}",
+                           ["kernel", "op"])
+    prof = cmp.base if side == "baseline" else cmp.target
+    lb, lt = both_lanes(cmp)
+    st = chosen_step(cmp.base, cmp.target, step)
+    lo, hi = side_extent(prof, lb if side == "baseline" else lt, st)
+    ident = find_item(prof, kind, name, lo, hi, nth)
+    if ident is None:
+        return {"id": None, "side": side, "name": name, "step": st}
+    out = item_answer(cmp, side, ident, st)
+    out["step_of_window"] = st
+    return out
+
+
 # ------------------------------------------------------------------------------------ on the service
 
 def _prepared(service, base, target, options, may_parse: bool, matched: bool = False):
@@ -223,3 +246,9 @@ def timeline_item(service, base, target, options, side: str, ident: str, step: i
                   align: str | None = None, may_parse: bool = False) -> dict:
     cmp = _prepared(service, base, target, options, may_parse, matched=True)
     return item_answer(cmp, side, ident, step, align)
+
+
+def timeline_find(service, base, target, options, side: str, kind: str, name: str, step: int | None = None,
+                  nth: int = 0, may_parse: bool = False) -> dict:
+    cmp = _prepared(service, base, target, options, may_parse, matched=True)
+    return find_answer(cmp, side, kind, name, step, nth)
