@@ -16,6 +16,8 @@ import type {AnalysisInfo, Env, RunsResponse, Worker} from "./types";
 import {registerAnalyses} from "./viewlist";
 import {failure, progressBox} from "./views";
 import {framedCrossOrigin, Workbook} from "./workbook";
+import {MatchEditor} from "./matchedit";
+import {setNameMap} from "./views";
 
 export class App {
   private st: State;
@@ -34,10 +36,19 @@ export class App {
   private readonly workbook = new Workbook();
   private readonly settings = new Settings({onCompat: (on) => this.set({compat: on})});
   private readonly picker: Picker;
+  private readonly editor: MatchEditor;
 
   constructor() {
     this.st = stateFromHash(currentHash());
+    setNameMap(this.st.nameMap);
     this.chosen = !!(this.st.base || this.st.target);
+    this.editor = new MatchEditor({
+      useMap: (name) => this.useMap(name),
+      current: () => this.st.nameMap,
+      pair: () => (this.st.base && this.st.target ? {base: this.st.base, target: this.st.target} : null),
+    });
+    this.settings.el.querySelector(".settings-body")?.append(this.editor.settingsEl);
+    this.settings.el.addEventListener("toggle", () => { if ((this.settings.el as HTMLDetailsElement).open) void this.editor.refreshMaps(); });
     this.settings.update(this.st);
     this.picker = new Picker({
       onSide: (side, sel) => this.setSide(side, sel),
@@ -83,11 +94,20 @@ export class App {
   }
 
   // -- state ---------------------------------------------------------------------------
+  /** The match editor's map `name` ("" none) becomes the current one: every view drawn anew
+   *  (also for the same name: the map's entries changed). */
+  private useMap(name: string): void {
+    clearCache();
+    this.set({nameMap: name}, false);
+    this.show(true);
+  }
+
   private set(patch: Partial<State>, render = true): void {
     const pairChanged = ("base" in patch || "target" in patch) &&
       JSON.stringify(["base" in patch ? patch.base : this.st.base, "target" in patch ? patch.target : this.st.target]) !== JSON.stringify([this.st.base, this.st.target]);
     if ("base" in patch || "target" in patch) this.chosen = true;
     this.st = {...this.st, ...patch};
+    setNameMap(this.st.nameMap);
     if (pairChanged) {                 // another pair: start each table on its first page
       const tables: State["tables"] = {};
       for (const [v, q] of Object.entries(this.st.tables)) if (q) tables[v] = {...q, offset: 0};
@@ -141,6 +161,8 @@ export class App {
     const next = stateFromHash(hash);
     if (next.base || next.target) this.chosen = true;
     this.st = {...next, tables: {...this.st.tables, ...next.tables}};
+    setNameMap(this.st.nameMap);
+    this.editor.drawSettings();
     this.picker.update(this.runs, this.st);
     this.workbook.update(this.st, this.env, this.unreadable());
     this.settings.update(this.st);
@@ -151,7 +173,7 @@ export class App {
   private keepHash(): void {
     const hash = currentHash();
     const tab = hashTab(hash);
-    if ((!tab || tab === PLUGIN) && (this.st.base || this.st.target || this.st.compat) && !hash.includes(`p.${PLUGIN}.`)) {
+    if ((!tab || tab === PLUGIN) && (this.st.base || this.st.target || this.st.compat || this.st.nameMap) && !hash.includes(`p.${PLUGIN}.`)) {
       writeHash(this.st);
     }
   }
@@ -246,7 +268,7 @@ export class App {
   private contentKey(): string {
     const s = this.st;
     const key = viewDef(s.view)?.renderKey?.({query: this.query(s.view), perStep: s.perStep});
-    return JSON.stringify([s.base, s.target, s.compat, s.perStep, s.view, key ?? null]);
+    return JSON.stringify([s.base, s.target, s.compat, s.perStep, s.nameMap, s.view, key ?? null]);
   }
 
   private show(force: boolean): void {
@@ -292,6 +314,7 @@ export class App {
         this.set({base: b, target: t, view: homeView()});
         (this.tabs.querySelector(`#tab-${homeView()}`) as HTMLElement | null)?.focus();
       },
+      editor: this.editor,
     };
     await def.render(this.content, ctx);
   }

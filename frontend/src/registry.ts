@@ -4,6 +4,7 @@
  * viewlist.ts. The tabs, the URL state, the availability check and the content area read
  * the views from here; no other module lists them.
  */
+import type {MatchEditor} from "./matchedit";
 import type {SideSel, TableQuery} from "./state";
 import type {RunsResponse, Worker} from "./types";
 
@@ -35,6 +36,8 @@ export interface ViewCtx {
   runs(): RunsResponse | null;
   /** Choose this pair in the pickers and show it in the home view (a cluster rank opened in the pair views). */
   onPair(base: SideSel, target: SideSel): void;
+  /** The match editor (pair / split operators into the current name map), when the tab has one. */
+  editor?: MatchEditor;
 }
 
 export interface ViewDef {

@@ -29,7 +29,8 @@ export class Settings {
 
   update(st: State): void {
     this.compat.checked = st.compat;
-    this.el.classList.toggle("on", st.compat);
-    this.summary.textContent = st.compat ? "⚙ Reference figures" : "⚙ Settings";
+    const on = [st.compat ? "Reference figures" : "", st.nameMap ? `map ${st.nameMap}` : ""].filter(Boolean);
+    this.el.classList.toggle("on", on.length > 0);
+    this.summary.textContent = on.length ? `⚙ ${on.join(", ")}` : "⚙ Settings";
   }
 }

@@ -33,6 +33,7 @@ export interface State {
   view: ViewName;
   perStep: boolean | null;   // null: the server's default
   compat: boolean;           // reference figures (msprof-analyze compatible), `reference_compat=1`
+  nameMap: string;           // the match editor's saved operator name map, `name_map=<name>` ("" none)
   tables: Partial<Record<ViewName, TableQuery>>;
 }
 
@@ -48,7 +49,7 @@ export function defaultQuery(view?: ViewName): TableQuery {
 }
 
 export function initialState(): State {
-  return {base: null, target: null, view: homeView(), perStep: null, compat: false, tables: {}};
+  return {base: null, target: null, view: homeView(), perStep: null, compat: false, nameMap: "", tables: {}};
 }
 
 export function runOf(workerId: string): string {
@@ -122,6 +123,7 @@ export function stateFromHash(hash: string): State {
   const ps = k.get("ps");
   st.perStep = ps === "1" ? true : ps === "0" ? false : null;
   st.compat = k.get("rc") === "1";
+  st.nameMap = k.get("nm") ?? "";
   if (st.view !== homeView()) {
     const q = defaultQuery(st.view);
     q.sub = k.get("m") ?? "";
@@ -149,6 +151,7 @@ function stateKeys(st: State): Array<[string, string]> {
   if (st.view !== homeView()) add("v", st.view);
   if (st.perStep !== null) add("ps", st.perStep ? 1 : 0);
   if (st.compat) add("rc", 1);
+  add("nm", st.nameMap);
   const q = st.tables[st.view];
   if (q && st.view !== homeView()) {
     add("m", q.sub);

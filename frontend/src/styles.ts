@@ -172,6 +172,26 @@ p.intro{margin:-4px 0 8px;font-size:12px}
 .settings-body{position:absolute;right:0;top:calc(100% + 4px);z-index:5;background:var(--surface);border:1px solid var(--line);
 border-radius:4px;padding:8px 12px;box-shadow:0 2px 8px var(--shadow);white-space:nowrap}
 .settings-body label{display:flex;align-items:center;gap:6px}
+.name-maps{margin-top:8px;border-top:1px solid var(--line);padding-top:6px;white-space:normal;min-width:320px;max-width:520px}
+.name-maps .map-list{list-style:none;margin:4px 0;padding:0}
+.name-maps .map-list li{display:flex;align-items:center;gap:6px;padding:2px 0}
+.name-maps .map-list li.on .map-name{font-weight:700}
+.name-maps .small{font-size:11px;margin-top:4px}
+.toolbar-group{display:contents}
+.match-row{display:flex;gap:6px;align-items:center}
+.match-row .current-map{white-space:nowrap;max-width:260px;overflow:hidden;text-overflow:ellipsis}
+.match-msg{display:inline-block;max-width:320px;white-space:nowrap;overflow:hidden;text-overflow:ellipsis;font-size:12px}
+.match-btn{margin-left:6px;vertical-align:baseline}
+.match-pop{position:fixed;z-index:20;display:flex;flex-direction:column;background:var(--surface);
+border:1px solid var(--line);border-radius:4px;box-shadow:0 2px 10px var(--shadow);padding:8px;white-space:normal}
+.match-pop .pop-head{display:flex;gap:6px;align-items:center;margin-bottom:6px}
+.match-pop .grow{flex:1}
+.match-pop .mono,.candidates .mono{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:12px;color:var(--code)}
+.candidates{list-style:none;margin:6px 0 0;padding:0;max-height:300px;min-height:0;overflow:auto;flex:1}
+.candidates .cand{display:block;width:100%;text-align:left;background:none;border:0;border-bottom:1px solid var(--line);
+padding:4px 2px;cursor:pointer;color:var(--fg)}
+.candidates .cand:hover,.candidates .cand:focus{background:var(--rowhover)}
+ul.match-hint{margin-top:4px}
 .steps-chart .gridline{stroke:var(--gridline)}
 .steps-chart .muted-text{fill:var(--muted)}
 .steps-chart .row-bg{fill:transparent}

@@ -21,6 +21,7 @@ export interface PagedTableOpts {
   fetchPage: (q: TableQuery) => Promise<TablePage>;
   onQuery: (q: TableQuery) => void;
   extra?: HTMLElement | null;        // put before the filters (e.g. the operator view's mode switch)
+  rowAction?: (r: Row) => HTMLElement | null;   // after a row's name (the match editor's pair / split)
 }
 
 const NUMERIC = new Set(["ms", "us", "mb", "kb", "count", "ratio", "bytes", "percent", "number"]);
@@ -246,6 +247,8 @@ export function pagedTable(opts: PagedTableOpts, first: TablePage): HTMLElement 
     }
     const badge = statusBadge(r);
     if (badge) td.append(badge);
+    const act = opts.rowAction?.(r);
+    if (act) td.append(act);
   }
 
   function draw(): void {

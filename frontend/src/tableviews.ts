@@ -5,6 +5,7 @@
  */
 import {h} from "./dom";
 import type {ViewCtx, ViewDef} from "./registry";
+import type {Row} from "./types";
 import {defaultQuery} from "./state";
 import {showTable} from "./views";
 
@@ -20,6 +21,8 @@ interface TableViewOpts {
   title?(ctx: ViewCtx): string;
   /** Controls shown in the table's toolbar. */
   extra?(ctx: ViewCtx): HTMLElement | null;
+  /** Controls in a row's first cell. */
+  rowAction?(ctx: ViewCtx): ((r: Row) => HTMLElement | null) | undefined;
   renderKey?: ViewDef["renderKey"];
 }
 
@@ -29,7 +32,7 @@ export function tableView(name: string, label: string, o: TableViewOpts = {}): V
     async render(host, ctx) {
       const title = o.title?.(ctx) ?? `${label} comparison`;
       await showTable(host, {route: o.route?.(ctx) ?? name, label: title, what: `The ${title}`, tree: !!o.tree,
-                             extra: o.extra?.(ctx) ?? null},
+                             extra: o.extra?.(ctx) ?? null, rowAction: o.rowAction?.(ctx)},
                       ctx, ctx.query, (q) => ctx.onQuery(q));
     },
   };
@@ -43,10 +46,11 @@ function operatorModes(ctx: ViewCtx): HTMLElement {
   const btn = (label: string, on: boolean, sub: string, title: string) =>
     h("button", {class: "seg" + (on ? " on" : ""), type: "button", "aria-pressed": String(on), "data-mode": sub || "name", title,
                  onClick: () => { if (!on) ctx.onQuery({...defaultQuery("operator"), limit: ctx.query.limit, sub}, true); }}, label);
-  return h("div", {class: "field"}, h("span", {class: "field-label"}, "Operators"),
+  const modes = h("div", {class: "field"}, h("span", {class: "field-label"}, "Operators"),
            h("div", {class: "segs", role: "group", "aria-label": "Operator comparison mode"},
              btn("By name", !pairs, "", "One row per operator name: counts and device time summed"),
              btn("Per instance", pairs, "pairs", "Each baseline call matched with its target call (input shapes side by side)")));
+  return ctx.editor ? h("div", {class: "toolbar-group"}, modes, ctx.editor.toolbar()) : modes;
 }
 
 export const operatorView = tableView("operator", "Operator", {
@@ -54,6 +58,7 @@ export const operatorView = tableView("operator", "Operator", {
   route: (ctx) => (perInstance(ctx) ? "operator_pairs" : "operator"),
   title: (ctx) => (perInstance(ctx) ? "Operator comparison, per instance" : "Operator comparison"),
   extra: operatorModes,
+  rowAction: (ctx) => (ctx.editor ? (r: Row) => ctx.editor!.rowAction(ctx, perInstance(ctx), r) : undefined),
   renderKey: (ctx) => ctx.query.sub,
 });
 

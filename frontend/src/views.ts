@@ -9,13 +9,25 @@ import {isDiffKey, isNum, MIN_DIFF_SCALE, UNIT} from "./format";
 import type {ViewCtx} from "./registry";
 import type {SideSel, TableQuery} from "./state";
 import {pagedTable} from "./table";
-import type {Column, TablePage} from "./types";
+import type {Column, Row, TablePage} from "./types";
 
-/** The pair's parameters of every comparison route (and `export`). */
+/** The match editor's current saved name map (`name_map=<name>`), sent by every comparison route. */
+let nameMap = "";
+
+export function setNameMap(name: string): void {
+  nameMap = name;
+}
+
+export function currentNameMap(): string {
+  return nameMap;
+}
+
+/** The pair's parameters of every comparison route (and `export`), with the current name map. */
 export function pairParams(base: SideSel, target: SideSel, compat: boolean,
                            perStep: boolean | null = null): Record<string, string | number | null> {
   return {baseline: base.worker, target: target.worker, base_step: base.step, target_step: target.step,
-          reference_compat: compat ? 1 : null, per_step: perStep === null ? null : perStep ? 1 : 0};
+          reference_compat: compat ? 1 : null, per_step: perStep === null ? null : perStep ? 1 : 0,
+          name_map: nameMap || null};
 }
 
 /**
@@ -89,6 +101,8 @@ export interface TableSpec {
   what: string;                   // "The Operator comparison" (for notices)
   tree?: boolean;
   extra?: HTMLElement | null;
+  /** Controls shown in a row's first cell (the match editor's pair / split). */
+  rowAction?: (r: Row) => HTMLElement | null;
 }
 
 /** Fetch and show one server-paged table into host; resolves when the first page is shown (or failed). */
@@ -110,6 +124,7 @@ export async function showTable(host: HTMLElement, spec: TableSpec, ctx: ViewCtx
     if (!known && query.minDiff && (MIN_DIFF_SCALE[dc?.type ?? ""] ?? 1) !== 1) first = await get(query, () => undefined);
     if (!ctx.alive()) return;
     replace(host, figuresNote(first, ctx), pageNotes(first), pagedTable({label: spec.label, query, tree: !!spec.tree, jump: ctx.jump, extra: spec.extra,
+                              rowAction: spec.rowAction,
                               diffUnit: dc ? UNIT[dc.type] ?? "" : "", onQuery,
                               diffLabel: dc && named ? dc.label.replace(/\s*\([^)]*\)\s*$/, "") : "",
                               fetchPage: (q) => get(q, () => undefined)}, first));

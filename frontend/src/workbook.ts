@@ -26,7 +26,7 @@ export class Workbook {
 
   /** `blocked`: why no workbook can be made for this pair (an unreadable side), shown on the disabled button. */
   update(st: State, env: Env | undefined, blocked: string | null = null): void {
-    const sig = JSON.stringify([st.base, st.target, st.compat, st.perStep, env, blocked]);
+    const sig = JSON.stringify([st.base, st.target, st.compat, st.perStep, st.nameMap, env, blocked]);
     if (sig === this.sig) return;
     this.sig = sig;
     const vscode = env?.vscode === true;

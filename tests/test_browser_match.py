@@ -1,0 +1,145 @@
+"""The match editor in real headless Chromium against a real TensorBoard on the golden GPU <-> NPU
+pair (issue 18 §3 acceptance): in the Operator view a baseline-only operator is paired with a
+target-only one from the searchable candidate list, which changes the Operator view, the
+Overview's matching hint and the downloaded workbook; split, Undo; the saved map listed in the
+settings, used again, and removed (the original rows back); a pair of identical names offers no
+split and says why.  One page load; screenshots in test-artifacts/."""
+from __future__ import annotations
+
+import io
+import os
+
+import pytest
+
+from browser_util import ART, CONTENT, P, PluginTab, hash_params, needs_chromium, shoot, table_rows
+from conftest import CORPUS, needs_corpus
+from overall_golden import PAIRS
+from tbserver import TensorBoard
+
+pytestmark = [needs_chromium, needs_corpus]
+
+GPU_FILE, NPU_DIR = PAIRS["iii"][1], PAIRS["iii"][2]
+BASE, TARGET = "gpu_resnet/worker0.1623143089861", "npu_alexnet/rank0_ascend_pt"
+B_OP = "MaxPool2DWithIndicesBackward"
+T_OP = "autograd::engine::evaluate_function: MaxPool2DWithIndicesBackward0"
+MERGED = f"{B_OP} ↔ {T_OP}"
+TABLE = f"{CONTENT} table.t"
+
+
+@pytest.fixture(scope="module")
+def export_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("exports")
+
+
+@pytest.fixture(scope="module")
+def tb(tmp_path_factory, export_dir):
+    d = tmp_path_factory.mktemp("logs")
+    (d / "gpu_resnet").mkdir()
+    (d / "gpu_resnet" / os.path.basename(GPU_FILE)).symlink_to(CORPUS / GPU_FILE)
+    (d / "npu_alexnet").mkdir()
+    (d / "npu_alexnet" / "rank0_ascend_pt").symlink_to(CORPUS / NPU_DIR)
+    cache = tmp_path_factory.mktemp("cache")
+    with TensorBoard(d, env={"TB_COMPARE_EXPORT_DIR": str(export_dir), "TB_COMPARE_CACHE_DIR": str(cache)}) as server:
+        yield server
+
+
+def statistic_names(data: bytes) -> list[str]:
+    import openpyxl
+    wb = openpyxl.load_workbook(io.BytesIO(data), read_only=True)
+    return [str(r[1]) for r in wb["OperatorCompareStatistic"].iter_rows(values_only=True) if r and r[1] is not None]
+
+
+def test_pair_split_undo_save_reload_remove(browser, tb, export_dir):
+    t = PluginTab(PluginTab.new_page(browser, 1400, 900))
+    f, page = t.f, t.page
+    page.goto(tb.url + f"/#profile_compare&{P}b={BASE}&{P}t={TARGET}")
+    hint = f.locator(f'{CONTENT} li[data-role="matching-hint"]')
+    hint.wait_for(timeout=180000)
+    only0 = int(hint.get_attribute("data-baseline-only"))
+    matched0 = int(hint.get_attribute("data-matched"))
+    assert only0 > 0
+
+    def rows() -> dict:
+        return {r["name"]: r for r in (table_rows(t.frame, TABLE) or [])}
+
+    def row_button(name: str, role: str):
+        return f.locator(f"{TABLE} tbody tr").filter(has=f.locator("td.name .label", has_text=name)) \
+            .locator(f'button[data-role="{role}"]').first
+
+    # the Operator view, filtered to the two operators
+    f.locator('button.tab[data-view="operator"]').click()
+    f.locator(f"{CONTENT} .paged").wait_for(timeout=60000)
+    f.locator(f'{CONTENT} input[type="search"]').first.fill("MaxPool2DWithIndices")
+    t.wait(lambda: set(rows()) == {B_OP, T_OP}, 30)             # the filter applied
+    before = rows()
+    assert "only-baseline" in before[B_OP]["cls"] and "only-target" in before[T_OP]["cls"]
+
+    # pair…: the candidate list, searchable; the true partner first
+    row_button(B_OP, "pair").click()
+    cands = f.locator('.match-pop [data-role="candidates"] button.cand')
+    cands.first.wait_for(timeout=30000)
+    assert cands.first.get_attribute("data-name") == T_OP
+    f.locator('.match-pop [data-role="candidate-filter"]').fill("relu")
+    names = lambda: t.frame.evaluate(  # noqa: E731
+        "() => [...document.querySelectorAll('.match-pop button.cand')].map((b) => b.dataset.name)")
+    t.wait(lambda: (lambda ns: ns and all("relu" in n.lower() for n in ns))(names()), 20)
+    shoot(page, ART / "match_candidates.png", full=False)
+    f.locator('.match-pop [data-role="candidate-filter"]').fill("MaxPool2DWithIndices")
+    t.wait(lambda: names() == [T_OP], 20)
+    cands.first.click()
+    t.wait(lambda: MERGED in rows(), 60)
+    after = rows()
+    assert B_OP not in after and T_OP not in after and "only" not in after[MERGED]["cls"]
+    nm = hash_params(page).get(P + "nm")
+    assert nm and nm.startswith("edits_gpu_resnet_vs_npu_alexnet")
+    assert (export_dir / "name_maps" / f"{nm}.json").is_file()
+    assert "pair" in f.locator('[data-role="match-status"]').inner_text().lower()
+    shoot(page, ART / "match_paired.png")
+
+    # the workbook follows the map
+    href = f.locator('a[data-role="xlsx"]').get_attribute("href")
+    assert f"name_map={nm}" in href
+    full = t.frame.evaluate("() => document.querySelector('a[data-role=xlsx]').href")
+    resp = page.request.get(full, timeout=180000)
+    assert resp.status == 200 and MERGED in statistic_names(resp.body())
+
+    # split, then Undo
+    row_button(MERGED, "split").click()
+    t.wait(lambda: B_OP in rows() and MERGED not in rows(), 60)
+    f.locator('button[data-role="match-undo"]').click()
+    t.wait(lambda: MERGED in rows(), 60)
+
+    # an identical-name pair offers no split and says why
+    f.locator(f'{CONTENT} input[type="search"]').first.fill("aten::add_")
+    t.wait(lambda: "aten::add_" in rows(), 30)
+    same = row_button("aten::add_", "split")
+    assert same.is_disabled() and "same name on both sides" in same.get_attribute("title")
+
+    # the Overview's matching hint follows the map
+    f.locator('button.tab[data-view="overview"]').click()
+    t.wait(lambda: hint.count() == 1 and int(hint.get_attribute("data-baseline-only")) < only0, 120)
+    assert int(hint.get_attribute("data-matched")) > matched0
+    shoot(page, ART / "match_overview_hint.png")
+
+    # the settings list the saved map: original matching, use it again, remove it
+    f.locator("details.settings > summary").click()
+    item = f.locator(f'[data-role="name-maps"] li[data-map="{nm}"]')
+    item.wait_for(timeout=10000)
+    shoot(page, ART / "match_settings.png", full=False)
+    f.locator('[data-role="name-maps"] button[data-role="no-map"]').click()
+    t.wait(lambda: P + "nm" not in hash_params(page) and hint.count() == 1
+           and int(hint.get_attribute("data-baseline-only")) == only0, 120)
+    item.locator('button[data-role="use-map"]').click()
+    t.wait(lambda: hash_params(page).get(P + "nm") == nm and hint.count() == 1
+           and int(hint.get_attribute("data-baseline-only")) < only0, 120)
+    item.locator('button[data-role="remove-map"]').click()
+    t.wait(lambda: f.locator(f'[data-role="name-maps"] li[data-map="{nm}"]').count() == 0, 20)
+    t.wait(lambda: P + "nm" not in hash_params(page) and hint.count() == 1
+           and int(hint.get_attribute("data-baseline-only")) == only0, 120)
+    assert not (export_dir / "name_maps" / f"{nm}.json").exists()
+    f.locator("details.settings > summary").click()
+    f.locator('button.tab[data-view="operator"]').click()
+    f.locator(f'{CONTENT} input[type="search"]').first.fill("MaxPool2DWithIndices")
+    t.wait(lambda: B_OP in rows() and T_OP in rows() and MERGED not in rows(), 60)
+    assert t.console.errors() == []
+    t.close()
