@@ -68,6 +68,22 @@ class Lane:
     def __len__(self) -> int:
         return len(self.start_ns)
 
+    def cum(self, i: int) -> np.ndarray:
+        """(n+1, len(classes)) cumulative ns per class of run ``i`` (made once, on first use)."""
+        got = self.run_cum[i]
+        if got is None:
+            _, lo, hi = self.runs[i]
+            dur = self.end_ns[lo:hi] - self.start_ns[lo:hi]
+            got = np.zeros((hi - lo + 1, len(self.classes)), np.int64)
+            if len(self.classes) == 1:
+                np.cumsum(dur, out=got[1:, 0])
+            else:
+                cl = self.cls[lo:hi]
+                for j, c in enumerate(self.classes.tolist()):
+                    np.cumsum(np.where(cl == c, dur, 0), out=got[1:, j])
+            self.run_cum[i] = got
+        return got
+
 
 @dataclass
 class Lanes:
@@ -132,38 +148,54 @@ def kernel_classes(profile) -> np.ndarray:
 # ------------------------------------------------------------------------------- building
 
 def _lane(name, kind, source, start, end, cls, label, row, depth=None) -> Lane:
-    """A lane of the given events, sorted by (depth, start) with two stable sorts (fast on a
-    trace's nearly sorted starts), its depth runs and, per run, the running maximum of the ends
-    and the cumulative duration per class (what the LOD sums wide windows with)."""
+    """A lane of the given events (arrays, one per event), sorted by (depth, start)."""
     start = np.asarray(start, np.int64)
     n = len(start)
-    order = np.argsort(start, kind="stable")
-    if depth is not None and n:
-        depth = np.asarray(depth)
-        if depth.max() > 0:
-            order = order[np.argsort(depth[order], kind="stable")]
-        depth = np.maximum(depth[order], 0).astype(np.int16)
-    else:
-        depth = np.zeros(n, np.int16)
+    order, depth = _order(start, depth)
     st = start[order]
     en = np.maximum(np.asarray(end, np.int64)[order], st)
     cl = np.asarray(cls, np.int8)[order] if np.ndim(cls) else np.full(n, cls, np.int8)
-    ln = Lane(name, kind, source, st, en, cl, np.asarray(label, np.int32)[order], np.asarray(row, np.int64)[order],
-              depth)
-    cuts = np.flatnonzero(depth[1:] != depth[:-1]) + 1
+    return _runs(Lane(name, kind, source, st, en, cl, np.asarray(label, np.int32)[order],
+                      np.asarray(row, np.int64)[order], depth))
+
+
+def _table_lane(name, kind, source, rows, start_col, dur_col, cls, label_col, depth_col=None) -> Lane:
+    """A lane of table ``rows``, each column gathered once, by the final order."""
+    st0 = start_col[rows]
+    order, depth = _order(st0, depth_col[rows] if depth_col is not None else None)
+    idx = rows[order]
+    st = st0[order]
+    en = st + np.maximum(dur_col[idx], 0)
+    cl = np.asarray(cls)[idx].astype(np.int8) if np.ndim(cls) else np.full(len(idx), cls, np.int8)
+    return _runs(Lane(name, kind, source, st, en, cl, label_col[idx].astype(np.int32, copy=False),
+                      idx.astype(np.int64, copy=False), depth))
+
+
+def _order(start: np.ndarray, depth):
+    """(order by (depth, start), depth in that order): two stable sorts, fast on a trace's nearly
+    sorted starts and on small depth values."""
+    n = len(start)
+    order = np.argsort(start, kind="stable")
+    if depth is None or not n:
+        return order, np.zeros(n, np.int16)
+    depth = np.asarray(depth)
+    if depth.max() > 0:
+        order = order[np.argsort(depth[order], kind="stable")]
+    return order, np.maximum(depth[order], 0).astype(np.int16)
+
+
+def _runs(ln: Lane) -> Lane:
+    """The lane's depth runs and, per run, the running maximum of the ends; the cumulative ns per
+    class (what the LOD sums wide windows with) is made on first use (``Lane.cum``)."""
+    d = ln.depth
+    n = len(d)
+    cuts = np.flatnonzero(d[1:] != d[:-1]) + 1
     bounds = np.concatenate([[0], cuts, [n]]) if n else np.zeros(1, np.int64)
-    ln.classes = np.unique(cl) if n else np.zeros(0, np.int8)
-    dur = en - st
+    ln.classes = np.unique(ln.cls) if n else np.zeros(0, np.int8)
     for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
-        ln.runs.append((int(depth[lo]), lo, hi))
-        ln.run_maxend.append(np.maximum.accumulate(en[lo:hi]))
-        cum = np.zeros((hi - lo + 1, len(ln.classes)), np.int64)
-        if len(ln.classes) == 1:
-            np.cumsum(dur[lo:hi], out=cum[1:, 0])
-        else:
-            for j, c in enumerate(ln.classes.tolist()):
-                np.cumsum(np.where(cl[lo:hi] == c, dur[lo:hi], 0), out=cum[1:, j])
-        ln.run_cum.append(cum)
+        ln.runs.append((int(d[lo]), lo, hi))
+        ln.run_maxend.append(np.maximum.accumulate(ln.end_ns[lo:hi]))
+        ln.run_cum.append(None)
     return ln
 
 
@@ -212,7 +244,7 @@ def _host_lanes(profile) -> list:
     for (p, t), sub in _groups(pid[ok], tid[ok]):
         rows = ok[sub]
         name = f"host {int(p)}/{int(t)}" + (" (backward)" if bwd is not None and int(t) == int(bwd) else "")
-        out.append(_lane(name, "host", "ops", s[rows], s[rows] + d[rows], HOST, names[rows], rows, depth[rows]))
+        out.append(_table_lane(name, "host", "ops", rows, s, d, HOST, names, depth))
     # the main thread (most ops) first, as the trace viewers do
     out.sort(key=lambda ln: -len(ln))
     return out
@@ -231,8 +263,7 @@ def _device_lanes(profile, cls) -> list:
         rows = okr[sub]
         st = int(st)
         name = f"stream {st}" if st >= 0 else "device (no stream)"
-        out.append(_lane(name, "device", "kernels", s[rows], s[rows] + d[rows], cls[rows],
-                         k["name"].to_numpy()[rows], rows))
+        out.append(_table_lane(name, "device", "kernels", rows, s, d, cls, k["name"].to_numpy()))
     return out
 
 

@@ -92,7 +92,7 @@ class _Cut:
         w_bin = np.searchsorted(bounds, wide, side="right") - 1
         cnt_all = np.diff(bounds)
         narrow = cnt_all - np.bincount(w_bin, minlength=nbins)
-        cum = lane.run_cum[i]
+        cum = lane.cum(i)
         per = cum[a + bounds[1:]] - cum[a + bounds[:-1]]          # [bin, class present] ns, all events
         if len(wide):
             cls_pos = np.searchsorted(lane.classes, lane.cls[lo + a + wide])
