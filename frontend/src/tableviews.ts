@@ -5,6 +5,7 @@
  */
 import {h} from "./dom";
 import type {ViewCtx, ViewDef} from "./registry";
+import {isOp} from "./tree";
 import type {Row} from "./types";
 import {defaultQuery} from "./state";
 import {showTable} from "./views";
@@ -62,7 +63,14 @@ export const operatorView = tableView("operator", "Operator", {
   renderKey: (ctx) => ctx.query.sub,
 });
 
-export const moduleView = tableView("module", "Module", {needs: ["modules"], needsBoth: true, limit: 500, tree: true});
+/** The module tree: a baseline-only operator under a module can be paired too (the match editor). */
+export const moduleView = tableView("module", "Module", {
+  needs: ["modules"], needsBoth: true, limit: 500, tree: true,
+  extra: (ctx) => ctx.editor?.toolbar() ?? null,
+  rowAction: (ctx) => (ctx.editor
+    ? (r: Row) => (isOp(r) && r.status === "baseline_only" ? ctx.editor!.rowAction(ctx, false, r) : null)
+    : undefined),
+});
 
 export const kernelView: ViewDef = {
   ...tableView("kernel", "Kernel"),
