@@ -171,9 +171,48 @@ def check_against_route(state: dict, ans: dict) -> None:
 
 # -- the samples: route agreement, click to select, keyboard, dark, a side without steps ----------
 
-def test_steps_view_on_samples_click_selects_the_step(browser, tb):
+@pytest.fixture(scope="module")
+def samples_tab(browser, tb):
+    """One page on the samples pair for the two tests below: the planted differences (first: it
+    only reads the view and scrolls) and the click / keyboard / theme walk (which changes the
+    selection, the theme and the pair after)."""
     t = Tab(browser, tb)
     t.open(pair_hash())
+    yield t
+    t.close()
+
+
+def test_planted_step_differences_on_samples(samples_tab, tb):
+    """The 6-step samples (samples/README.md, expected.json "steps"."planted"): the data-loader
+    stall (iteration gap) and the slower optimizer (tail compute) are the top two step-level
+    differences, at their planted sizes (±2%) and beyond noise; the metric planted to differ only
+    by noise is greyed as within noise."""
+    ans = steps_answer(tb, BASE, TARGET)
+    planted = (json.loads((SAMPLES / "expected.json").read_text()).get("steps") or {}).get("planted") or []
+    mine = [p for p in planted if p.get("pair") in ("target_npu vs baseline_gpu", "every pair")]
+    ranked = sorted((p for p in mine if isinstance(p.get("rank"), int)), key=lambda p: p["rank"])
+    noise_only = [p["metric"] for p in mine if p.get("within_noise") is True]
+    if min(len(ans["baseline"]["steps"]), len(ans["target"]["steps"])) < 6 or len(ranked) < 2 or not noise_only:
+        pytest.skip("the samples do not have six steps a side with planted step-level differences yet")
+    t = samples_tab
+    state = view_state(t.frame)
+    check_against_route(state, ans)
+    assert state["top"][:2] == [p["metric"] for p in ranked[:2]], state["top"]
+    rows = {r["name"]: r for r in state["rows"]}
+    for p in ranked[:2]:
+        r = rows[p["metric"]]
+        assert r["noise"] == "beyond" and "ranked" in r["cls"], r
+        assert abs(num(r["cells"][3]) - p["per_step_ms"]) <= 0.02 * p["per_step_ms"], (r, p)
+    for name in noise_only:
+        assert rows[name]["noise"] == "within" and "within-noise" in rows[name]["cls"], rows[name]
+        assert rows[name]["color"] == state["muted"]
+    shoot(t.page, ART / "steps_samples_planted.png", full=False,
+          scroll_to=t.f.locator(f"{CONTENT} [data-role=top-differences]"))
+    assert t.console.errors() == []
+
+
+def test_steps_view_on_samples_click_selects_the_step(samples_tab, tb):
+    t = samples_tab
     ans = steps_answer(tb, BASE, TARGET)
     assert ans["baseline"]["steps"] and ans["target"]["steps"]
     state = view_state(t.frame)
@@ -240,38 +279,6 @@ def test_steps_view_on_samples_click_selects_the_step(browser, tb):
     check_against_route(state, steps_answer(tb, NOSTEP, TARGET))
     shoot(t.page, ART / "steps_no_steps_side.png")
     assert t.console.errors() == []
-    t.close()
-
-
-def test_planted_step_differences_on_samples(browser, tb):
-    """The 6-step samples (samples/README.md, expected.json "steps"."planted"): the data-loader
-    stall (iteration gap) and the slower optimizer (tail compute) are the top two step-level
-    differences, at their planted sizes (±2%) and beyond noise; the metric planted to differ only
-    by noise is greyed as within noise."""
-    ans = steps_answer(tb, BASE, TARGET)
-    planted = (json.loads((SAMPLES / "expected.json").read_text()).get("steps") or {}).get("planted") or []
-    mine = [p for p in planted if p.get("pair") in ("target_npu vs baseline_gpu", "every pair")]
-    ranked = sorted((p for p in mine if isinstance(p.get("rank"), int)), key=lambda p: p["rank"])
-    noise_only = [p["metric"] for p in mine if p.get("within_noise") is True]
-    if min(len(ans["baseline"]["steps"]), len(ans["target"]["steps"])) < 6 or len(ranked) < 2 or not noise_only:
-        pytest.skip("the samples do not have six steps a side with planted step-level differences yet")
-    t = Tab(browser, tb)
-    t.open(pair_hash())
-    state = view_state(t.frame)
-    check_against_route(state, ans)
-    assert state["top"][:2] == [p["metric"] for p in ranked[:2]], state["top"]
-    rows = {r["name"]: r for r in state["rows"]}
-    for p in ranked[:2]:
-        r = rows[p["metric"]]
-        assert r["noise"] == "beyond" and "ranked" in r["cls"], r
-        assert abs(num(r["cells"][3]) - p["per_step_ms"]) <= 0.02 * p["per_step_ms"], (r, p)
-    for name in noise_only:
-        assert rows[name]["noise"] == "within" and "within-noise" in rows[name]["cls"], rows[name]
-        assert rows[name]["color"] == state["muted"]
-    shoot(t.page, ART / "steps_samples_planted.png", full=False,
-          scroll_to=t.f.locator(f"{CONTENT} [data-role=top-differences]"))
-    assert t.console.errors() == []
-    t.close()
 
 
 # -- the corpus: a GPU pair with six steps a side; an NPU pair in the VSCode-like frame ----------
