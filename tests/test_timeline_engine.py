@@ -240,3 +240,30 @@ def test_find_opens_the_timeline_at_a_table_row(cmp):
     with pytest.raises(BadParameter) as e:
         find_answer(cmp, "baseline", "module", "x")
     assert e.value.parameter == "kind"
+
+
+CORPUS_WORKERS = ["npu/alexnet_ddp_2rank_db_level1", "npu/alexnet_ddp_2rank_level1", "npu/mindspore_legacy_run1",
+                  "gpu/hta_2rank", "gpu/hta_nccl", "gpu/tracelens_mi300", "gpu/hta_cpu_only"]
+
+
+@pytest.mark.parametrize("rel", CORPUS_WORKERS)
+def test_corpus_first_step_range_equals_overview(rel):
+    """Real exports (Ascend DB and text, MindSpore, Kineto with NCCL, AMD, CPU only): the first step's
+    range gives the overview's figures, and a whole-capture window keeps the budget."""
+    from tb_compare_plugin.discovery import classify_path
+    if not (CORPUS / rel).exists():
+        pytest.skip(f"corpus worker {rel} not found")
+    w = classify_path(str(CORPUS / rel))[0]
+    prof = load(w.format, w.root)
+    lanes = side_lanes(prof)
+    span = lanes.span or prof.time_span_ns()
+    assert sum(len(ln["items"]) for ln in window_items(lanes, span[0], span[0], span[1], 300)) <= 1200
+    if not prof.step_ids() or lanes.span is None:
+        return
+    step = prof.step_ids()[0]
+    lo, hi = step_window(prof, step)
+    got = range_totals(prof, lanes, lo, hi)
+    m = {k: v.duration_ns / 1e6 for k, v in breakdown(prof, step).metrics.items()}
+    for key, want in (("computing", m["computing"]), ("communication", m["uncovered"]), ("range", m["e2e"]),
+                      ("matmul", m["mm"] + m["cube"]), ("vector", m["vector"])):
+        assert got[key] == pytest.approx(want, rel=0.01, abs=1e-6), (rel, key)

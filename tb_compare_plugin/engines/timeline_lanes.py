@@ -329,9 +329,14 @@ def _range_intervals(profile, cls):
         comp = union(s[kind == 0], e[kind == 0])
         unc = union(s[kind == 2], e[kind == 2])
     else:
-        compute = kok & np.isin(cls, (MATMUL, CONV, FA, VECTOR, OTHER)) & (k["kind"].to_numpy() == KIND_COMPUTE)
-        if profile.meta.device == "NPU":
-            compute &= k["detail"].to_numpy() | ~k["detail"].to_numpy().any()
+        kind = k["kind"].to_numpy()
+        if profile.meta.device == "NPU":         # the overview's: the detailed non-collective tasks
+            detail = k["detail"].to_numpy()
+            compute = kok & detail & (kind != KIND_COMM)
+            if not compute.any():
+                compute = kok & (kind == KIND_COMPUTE)
+        else:                                    # GPU: kernels that are neither NCCL nor stream SDMA
+            compute = kok & np.isin(cls, (MATMUL, CONV, FA, VECTOR, OTHER)) & (kind == KIND_COMPUTE)
         comp = union(ks[compute], ke[compute])
         if profile.meta.device == "NPU":
             cs, cd = co["start_ns"].to_numpy(), co["dur_ns"].to_numpy()
