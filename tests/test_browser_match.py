@@ -109,6 +109,15 @@ def test_pair_split_undo_save_reload_remove(browser, tb, export_dir):
     f.locator('button[data-role="match-undo"]').click()
     t.wait(lambda: MERGED in rows(), 60)
 
+    # per instance: the pair's calls are matched (3 target calls for 6 baseline ones), a matched row offers the split
+    f.locator('button.seg[data-mode="pairs"]').click()
+    f.locator(f'{CONTENT} input[type="search"]').first.fill("MaxPool2DWithIndices")
+    paired = f.locator(f"{TABLE} tbody tr:not(.only-baseline):not(.only-target)").filter(
+        has=f.locator("td.name .label", has_text=B_OP))
+    t.wait(lambda: paired.count() > 0, 60)
+    assert not paired.first.locator('button[data-role="split"]').is_disabled()
+    f.locator('button.seg[data-mode="name"]').click()
+
     # an identical-name pair offers no split and says why
     f.locator(f'{CONTENT} input[type="search"]').first.fill("aten::add_")
     t.wait(lambda: "aten::add_" in rows(), 30)
