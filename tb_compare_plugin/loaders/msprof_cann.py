@@ -144,12 +144,14 @@ def _read_step_trace(paths: list, warnings: list) -> dict:
         fp = ns(df, "FP Start(us)")
         it_ns = np.round(num(df, "Iteration Time(us)") * 1000)
         aug = num(df, "Data Aug Bound(us)") * 1000
-        bad = 0
-        for i in range(len(df)):
-            if not np.isfinite(ids[i]) or end[i] < 0:
-                bad += 1
-                continue
-            it.setdefault(int(ids[i]), (int(fp[i]), int(end[i]), float(it_ns[i]), float(aug[i])))
+        ok = np.isfinite(ids) & (np.abs(ids) < 2.0 ** 62) & (end >= 0)
+        bad = int(len(df) - ok.sum())
+        iid = ids[ok].astype(np.int64)                # int() of each: truncated toward zero
+        uid, first = np.unique(iid, return_index=True)  # a repeated id: its first row, as before
+        sel = np.flatnonzero(ok)[first]
+        for i, f, e, t, a in zip(uid.tolist(), fp[sel].tolist(), end[sel].tolist(), it_ns[sel].tolist(),
+                                 aug[sel].tolist()):
+            it.setdefault(i, (f, e, t, a))
         if bad:
             warnings.append(f"{os.path.basename(p)}: {bad} row(s) dropped (no readable 'Iteration ID' "
                             "or 'Iteration End(us)')")
@@ -434,7 +436,7 @@ def _floats(vals) -> np.ndarray:
 def _ints(vals) -> np.ndarray:
     """int(v) of each value (-1 where that fails), as int64."""
     try:
-        return np.array(vals, np.int64) if all(type(v) is int for v in vals) else _slow_ints(vals)
+        return np.array(vals, np.int64) if set(map(type, vals)) <= {int} else _slow_ints(vals)
     except OverflowError:
         return _slow_ints(vals)
 
