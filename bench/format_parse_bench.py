@@ -8,7 +8,8 @@ Inputs (generated once under DIR, default $TB_COMPARE_BENCH_DIR or /tmp/tb_compa
 msprof_500mb (``bench.gen_msprof --mb 500``), ``mindspore-text`` mindspore_500mb
 (``bench.gen_mindspore --mb 500``).  Each run is a fresh interpreter (``bench.measure_child load``,
 no derived cache: TB_COMPARE_CACHE_DIR points at an empty folder) timed from outside: whole-process
-wall time and peak RSS.  Round r runs the three inputs in a rotated order, so a change in the
+wall time and peak RSS, and the process's own user + system CPU time (less sensitive than the wall
+to other jobs on a shared machine).  Round r runs the three inputs in a rotated order, so a change in the
 machine's load (it is shared) hits each format alike; the ratios are taken per round (each format
 against the ascend-text run of the same round) and their median is reported with the medians of
 the walls.  The page cache is warm (each input is read once before the first round).
@@ -66,7 +67,7 @@ def main(argv=None) -> int:
     env = dict(os.environ, TB_COMPARE_CACHE_DIR=tempfile.mkdtemp(prefix="tbc_fmt_bench_cache_"))
     samples: dict = {f: [] for f in fmts}
     loads = []
-    print(f"{'round':>5} {'format':<15} {'wall s':>8} {'peak MB':>8}  load avg", flush=True)
+    print(f"{'round':>5} {'format':<15} {'wall s':>8} {'CPU s':>7} {'peak MB':>8}  load avg", flush=True)
     for r in range(a.runs):
         order = fmts[r % len(fmts):] + fmts[:r % len(fmts)]
         for f in order:
@@ -80,12 +81,14 @@ def main(argv=None) -> int:
                 return 1
             peak = c.get("peak_rss_mb") if res.rss_source != "time" else res.peak_rss_mb
             samples[f].append({"round": r, "proc_wall_s": round(res.wall_s, 2), "load_s": round(c["wall_s"], 2),
+                               "cpu_s": round(c.get("cpu_s") or float("nan"), 2),
                                "peak_rss_mb": round(peak, 0), "loadavg": la, "counts": c.get("counts")})
-            print(f"{r:>5} {f:<15} {res.wall_s:>8.2f} {peak:>8.0f}  {la}", flush=True)
+            print(f"{r:>5} {f:<15} {res.wall_s:>8.2f} {c.get('cpu_s', 0):>7.2f} {peak:>8.0f}  {la}", flush=True)
     summary = {}
     for f in fmts:
         walls = [s["proc_wall_s"] for s in samples[f]]
         row = {"mb": round(_mb(ins[f]), 1), "wall_median_s": statistics.median(walls),
+               "cpu_median_s": statistics.median(s["cpu_s"] for s in samples[f]),
                "peak_rss_median_mb": statistics.median(s["peak_rss_mb"] for s in samples[f]), "walls": walls}
         if f != REF:
             pair = [s["proc_wall_s"] / q["proc_wall_s"] for s, q in zip(samples[f], samples[REF])]
@@ -93,13 +96,16 @@ def main(argv=None) -> int:
             row["ratio_of_medians"] = round(row["wall_median_s"] / statistics.median(
                 q["proc_wall_s"] for q in samples[REF]), 3)
             row["ratios"] = [round(x, 3) for x in pair]
+            row["cpu_ratio_of_medians"] = round(row["cpu_median_s"] / statistics.median(
+                q["cpu_s"] for q in samples[REF]), 3)
         summary[f] = row
     print()
     for f, row in summary.items():
         extra = (f"  /{REF}: median of per-round ratios {row['ratio_median']:.2f} "
-                 f"(ratio of medians {row['ratio_of_medians']:.2f})") if f != REF else ""
+                 f"(ratio of medians {row['ratio_of_medians']:.2f}; CPU {row['cpu_ratio_of_medians']:.2f})"
+                 ) if f != REF else ""
         print(f"{f:<15} {row['mb']:>6.0f} MB  wall median {row['wall_median_s']:.2f} s  "
-              f"peak RSS median {row['peak_rss_median_mb']:.0f} MB{extra}")
+              f"CPU median {row['cpu_median_s']:.2f} s  peak RSS median {row['peak_rss_median_mb']:.0f} MB{extra}")
     print(f"load average during the runs: {min(loads)} .. {max(loads)}")
     if a.json:
         a.json.write_text(json.dumps({"inputs": {k: str(v) for k, v in ins.items()}, "summary": summary,

@@ -6,7 +6,7 @@
 Prints one JSON line: ``ok``, ``status`` ("ok" | "unavailable" | "error"), ``error``,
 ``import_s`` (loader module import), ``wall_s`` (the timed call only), ``rss_before_mb``
 (after imports, before the call), ``peak_rss_mb`` (this process, VmHWM),
-``data_bytes`` and, for loads, ``counts`` (rows per profile table) and ``warnings``.
+``data_bytes`` and, for loads, ``cpu_s`` (user + system CPU of the whole process), ``counts`` (rows per profile table) and ``warnings``.
 The parent also measures the process from outside (wall incl. start-up, wait4 peak RSS).
 """
 from __future__ import annotations
@@ -87,7 +87,10 @@ def _load(fmt: str, path: Path) -> dict:
     wall = time.perf_counter() - t0
     tables = getattr(prof, "tables", {}) or {}
     meta = getattr(prof, "meta", None)
+    ru = resource.getrusage(resource.RUSAGE_SELF)
     return {"ok": True, "status": "ok", "import_s": import_s, "wall_s": wall, "rss_before_mb": rss_before,
+            "cpu_s": ru.ru_utime + ru.ru_stime,     # the whole process, start-up included
+
             "counts": {k: int(len(v)) for k, v in tables.items()},
             "warnings": list(getattr(meta, "warnings", []) or [])[:20]}
 
