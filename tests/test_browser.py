@@ -157,7 +157,7 @@ def test_fresh_tab_opens_the_top_suggested_pair(tab, capsys):
     assert chip.get_attribute("aria-pressed") == "true"
     hp = hash_params(tab.page)
     assert hp[P + "b"] == BASE and hp[P + "t"] == TARGET                 # the opened pair is in the URL
-    assert f.get_by_role("tab").count() == 8
+    assert f.get_by_role("tab").count() == 9
     shoot(tab.page, ART / "fresh_tab_auto_open.png", full=False)
     with capsys.disabled():
         print(f"\n[timing] open tab -> top suggested pair's overview rendered, no click, fresh TensorBoard (uncached): "
@@ -746,7 +746,7 @@ def test_analysis_registered_on_the_server_alone_gets_a_tab(browser):
         assert button.inner_text().strip().lower() == toy_analysis.TOY.label.lower()
         views = [b.get_attribute("data-view") for b in f.get_by_role("tab").all()]
         # the built-in views first; operator_pairs, memory_peak and memory are shown inside theirs
-        assert views == ["overview", "steps", "operator", "module", "kernel", "api", "communication", "memory",
+        assert views == ["overview", "steps", "operator", "module", "kernel", "timeline", "api", "communication", "memory",
                          toy_analysis.NAME], views
         assert button.get_attribute("aria-selected") == "true"
         table = f"{CONTENT} .paged table"

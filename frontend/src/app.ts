@@ -257,9 +257,10 @@ export class App {
    * opened it (an overview hint), as the view's table query, descending, from its first page
    * and without a search, filter or variant left over.
    */
-  private openView(name: ViewName, sort?: string): void {
+  private openView(name: ViewName, sort?: string, query?: Partial<TableQuery>): void {
     const patch: Partial<State> = {view: name};
     if (sort) patch.tables = {...this.st.tables, [name]: {...defaultQuery(name), limit: this.query(name).limit, sort, order: "desc"}};
+    if (query) patch.tables = {...this.st.tables, [name]: {...defaultQuery(name), limit: this.query(name).limit, ...query}};
     this.set(patch);
     (this.tabs.querySelector(`#tab-${name}`) as HTMLElement | null)?.focus();
   }
@@ -306,7 +307,7 @@ export class App {
       jump: this.env?.vscode === true || framedCrossOrigin(), available: this.available(), alive,
       onQuery: (q: TableQuery, rerender = false) => this.set({tables: {...this.st.tables, [view]: q}}, rerender),
       onPerStep: (v: boolean) => this.set({perStep: v}),
-      onView: (v: string, sort?: string) => this.openView(v, sort),
+      onView: (v: string, sort?: string, query?: Partial<TableQuery>) => this.openView(v, sort, query),
       onSteps: (bs: number | null, ts: number | null) => this.set({base: {...base, step: bs}, target: {...target, step: ts}}),
       worker: (side) => findWorker(this.runs, (side === "base" ? base : target).worker),
       runs: () => this.runs,

@@ -24,10 +24,12 @@ export interface OverviewCtx {
 
 export const COLORS = {base: "#1a73e8", tgt: "#e8710a"};
 
-const PALETTE = ["#1565c0", "#00897b", "#7b1fa2", "#2e7d32", "#c2185b", "#5d4037", "#3949ab", "#00838f",
-                 "#827717", "#ad1457", "#455a64", "#6a1b9a"];
-const FIXED: Array<[RegExp, string]> = [[/uncovered|communication/i, "#e65100"], [/free/i, "#6b7075"],
-                                        [/rest|other/i, "#9e9e9e"]];
+/** The segment palette (the timeline colours its classes from it too). */
+export const PALETTE = ["#1565c0", "#00897b", "#7b1fa2", "#2e7d32", "#c2185b", "#5d4037", "#3949ab", "#00838f",
+                        "#827717", "#ad1457", "#455a64", "#6a1b9a"];
+export const FIXED_COLORS = {communication: "#e65100", free: "#6b7075", other: "#9e9e9e"};
+const FIXED: Array<[RegExp, string]> = [[/uncovered|communication/i, FIXED_COLORS.communication], [/free/i, FIXED_COLORS.free],
+                                        [/rest|other/i, FIXED_COLORS.other]];
 const assigned = new Map<string, string>();
 
 /** A stable colour per segment name: fixed ones for communication/free, else the next palette entry. */

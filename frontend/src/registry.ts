@@ -26,8 +26,11 @@ export interface ViewCtx {
   /** Store the table query (in the URL hash); `rerender` when the view must be drawn anew. */
   onQuery(q: TableQuery, rerender?: boolean): void;
   onPerStep(v: boolean): void;
-  /** Switch to another view (and focus its tab); `sort`: the column its table opens sorted by, descending. */
-  onView(name: string, sort?: string): void;
+  /**
+   * Switch to another view (and focus its tab); `sort`: the column its table opens sorted by, descending;
+   * `query`: what its table query starts with instead (a search, a variant: the timeline's item).
+   */
+  onView(name: string, sort?: string, query?: Partial<TableQuery>): void;
   /** Choose these steps in the step pickers (null: all steps), so every view compares them. */
   onSteps(base: number | null, target: number | null): void;
   /** The listed worker of a side (its steps, `has` flags), when known. */

@@ -256,6 +256,23 @@ dl.cl-cards dt{color:var(--muted);font-size:12px}
 dl.cl-cards dd{margin:0;font-size:14px;font-weight:500}
 .cl-table{margin-bottom:8px}
 .cl-table .pager{display:flex;gap:8px;align-items:center;margin:6px 0}
+.tl-box{position:relative;overflow-y:auto;overflow-x:hidden;max-height:66vh;border:1px solid var(--line);border-radius:6px;
+background:var(--bg)}
+.tl-canvas{display:block;outline:none;touch-action:none;cursor:grab}
+.tl-canvas:focus-visible{box-shadow:inset 0 0 0 2px var(--accent)}
+.tl-toolbar .chart-tools{margin:0}
+.tl-panels{margin-top:10px}
+.tl-details,.tl-range-box{border:1px solid var(--line);border-radius:6px;padding:8px 12px;background:var(--panel);min-width:0}
+.tl-details h3,.tl-range h3{margin-top:0;overflow-wrap:anywhere}
+.tl-dl{display:grid;grid-template-columns:max-content minmax(0,1fr);gap:2px 12px;margin:0 0 8px}
+.tl-dl dt{color:var(--muted);font-size:12px}
+.tl-dl dd{margin:0;overflow-wrap:anywhere}
+.tl-cp{border-left:3px solid var(--accent);padding:4px 8px;margin:6px 0;background:var(--bg)}
+.tl-actions{display:flex;gap:6px;flex-wrap:wrap;margin-top:6px}
+.tl-range td.name .sw,.tl-range td.name .sw{display:inline-block;width:10px;height:10px;border-radius:2px;margin-right:6px;vertical-align:-1px}
+.legend .sw.tl-hatch{background:repeating-linear-gradient(45deg,var(--muted) 0 2px,transparent 2px 5px)}
+.tl-link{font-size:11.5px;margin-left:6px}
+.tl-link::after{content:"timeline"}
 html.dark .badge.baseline_only{background:#1f3352;color:#aecbfa;border-color:#3b5a8a}
 html.dark .badge.target_only{background:#47301c;color:#fcc99e;border-color:#7a4f26}
 html.dark .chart [stroke="#e8eaed"],html.dark .chart [stroke="#eef0f2"]{stroke:var(--gridline)}

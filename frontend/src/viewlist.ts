@@ -11,6 +11,7 @@ import {overviewView} from "./overviewview";
 import {analysisShown, registerView} from "./registry";
 import {stepsView} from "./stepsview";
 import {apiView, kernelView, moduleView, operatorView, tableView} from "./tableviews";
+import {timelineView} from "./timelineview";
 import type {AnalysisInfo} from "./types";
 
 registerView(overviewView);
@@ -18,6 +19,7 @@ registerView(stepsView);
 registerView(operatorView);
 registerView(moduleView);
 registerView(kernelView);
+registerView(timelineView);
 registerView(apiView);
 registerView(communicationView);
 registerView(memoryView);
