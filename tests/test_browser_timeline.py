@@ -212,8 +212,16 @@ def test_timeline_on_samples(browser, tb):
     assert hash_params(t.page).get(P + "q") == op_name
     names = t.frame.evaluate("[...document.querySelectorAll('#pc-content table.t tbody td.name .label')].map((e) => e.textContent)")
     assert any(op_name in n for n in names), (op_name, names[:5])
-    # an Operator row's own "timeline" link is there
-    assert t.f.locator(f"{CONTENT} table.t tbody [data-role=timeline-link]").count() > 0
+    # that Operator row's own "timeline" link: the timeline opens aligned on the operator's first call in the step
+    row = t.f.locator(f"{CONTENT} table.t tbody tr").filter(has=t.f.locator("td.name .label", has_text=op_name)).first
+    row.locator("[data-role=timeline-link]").click()
+    t.wait(lambda: (hash_params(t.page).get(P + "m") or "").startswith("align:baseline:o"))
+    t.drawn()
+    t.wait(lambda: t.hook("T.counterpart"))
+    sel = t.hook("T.selected")
+    mine = [d for d in t.items(side="baseline") if d["id"] == sel["id"]]
+    assert mine and mine[0]["label"] == op_name and abs(mine[0]["start"]) < 1e-6, mine
+    assert t.f.locator(f"{CONTENT} [data-role=timeline-details] .tl-name").inner_text() == op_name
 
     # the host's dark theme at 1024x700
     t.page.set_viewport_size({"width": 1024, "height": 700})
@@ -228,7 +236,7 @@ def test_timeline_on_samples(browser, tb):
       return 0.2126 * p[0] + 0.7152 * p[1] + 0.0722 * p[2]; }""")
     assert lum < 90, lum
     assert t.items(side="target", label=FC1)
-    shoot(t.page, ART / "timeline_samples_dark_1024.png", full=False)
+    shoot(t.page, ART / "timeline_samples_dark_1024.png", full=False, scroll_to=t.f.locator(CANVAS))
     t.page.evaluate("document.body.classList.remove('dark-mode')")
     t.page.set_viewport_size({"width": 1400, "height": 1000})
 

@@ -8,6 +8,7 @@ import type {ViewCtx, ViewDef} from "./registry";
 import {isOp} from "./tree";
 import type {Row} from "./types";
 import {defaultQuery} from "./state";
+import {timelineLink} from "./timelineview";
 import {showTable} from "./views";
 
 interface TableViewOpts {
@@ -39,6 +40,11 @@ export function tableView(name: string, label: string, o: TableViewOpts = {}): V
   };
 }
 
+/** A row's controls side by side (the match editor's, the timeline link). */
+function both(a: HTMLElement | null, b: HTMLElement | null): HTMLElement | null {
+  return a && b ? h("span", {class: "row-actions"}, a, b) : a ?? b;
+}
+
 const perInstance = (ctx: Pick<ViewCtx, "query">) => ctx.query.sub === "pairs";
 
 /** The operator view's switch between statistics by name and per-instance pairs. */
@@ -59,7 +65,8 @@ export const operatorView = tableView("operator", "Operator", {
   route: (ctx) => (perInstance(ctx) ? "operator_pairs" : "operator"),
   title: (ctx) => (perInstance(ctx) ? "Operator comparison, per instance" : "Operator comparison"),
   extra: operatorModes,
-  rowAction: (ctx) => (ctx.editor ? (r: Row) => ctx.editor!.rowAction(ctx, perInstance(ctx), r) : undefined),
+  rowAction: (ctx) => (r: Row) => both(ctx.editor?.rowAction(ctx, perInstance(ctx), r) ?? null,
+                                       timelineLink(ctx, "operator", String(r.name ?? ""), r.status)),
   renderKey: (ctx) => ctx.query.sub,
 });
 
@@ -73,7 +80,8 @@ export const moduleView = tableView("module", "Module", {
 });
 
 export const kernelView: ViewDef = {
-  ...tableView("kernel", "Kernel"),
+  ...tableView("kernel", "Kernel", {rowAction: (ctx) => (r: Row) => timelineLink(ctx, "kernel", String(r.kernel ?? r.name ?? ""), r.status,
+    typeof r.input_shape === "string" && r.input_shape !== "N/A" ? r.input_shape : "")}),
   notFor: (b, t) => (b?.device && t?.device && b.device !== t.device
     ? `kernels differ by platform (baseline ${b.device}, target ${t.device}); the Operator and Module views compare them`
     : null),

@@ -68,6 +68,8 @@ export const CLASS_LABELS: Record<string, string> = {
   matmul: "Matmul", conv: "Conv", flash_attention: "Flash attention", vector: "Vector", communication: "Communication",
   sdma: "SDMA", other: "Other", host: "Host op", wait: "Wait", transmit: "Transmit", free: "Free",
 };
+/** Host ops on a dark background: the slate of the palette, lighter. */
+const HOST_DARK = "#78909c";
 export const classColor = (c: string): string => CLASS_COLORS[c] ?? "#757575";
 export const classLabel = (c: string): string => CLASS_LABELS[c] ?? c.replace(/_/g, " ");
 
@@ -205,6 +207,7 @@ export class TimelineCanvas {
     const fg = cssVar("--fg", "#202124"), muted = cssVar("--muted", "#5f6368"), bg = cssVar("--bg", "#fff");
     const grid = cssVar("--gridline", "#f1f3f4"), line = cssVar("--line", "#dadce0"), panel = cssVar("--panel", "#f8f9fa");
     const accent = cssVar("--accent", "#1a73e8");
+    const dark = document.documentElement.classList.contains("dark");
     const sideColor: Record<Side, string> = {baseline: cssVar("--base-fg", "#1558b0"), target: cssVar("--tgt-fg", "#a14f00")};
     g.clearRect(0, 0, W, H);
     g.fillStyle = bg;
@@ -297,7 +300,7 @@ export class TimelineCanvas {
           const w = Math.max(1, right - left);
           const top = y + depth * rowH + 1, hh = rowH - 2;
           const summary = !it[4] && typeof it[5]?.n === "number";
-          const col = classColor(it[2]);
+          const col = it[2] === "host" && dark ? HOST_DARK : classColor(it[2]);
           if (summary) {
             g.fillStyle = this.hatch(g, col) ?? col;
           } else {

@@ -22,7 +22,7 @@ import {fmtNum, fmtSigned, isNum} from "./format";
 import type {ViewCtx, ViewDef} from "./registry";
 import {CLASS_LABELS, classColor, classLabel, type Drawn, type Highlight, type Item, LABEL_W, type Side,
         TimelineCanvas, type TimelineAnswer} from "./timelinecanvas";
-import {failure, progressBox} from "./views";
+import {currentNameMap, failure, pairParams, progressBox} from "./views";
 
 const FETCH_DELAY_MS = 100;
 const MIN_SPAN_MS = 1e-4;
@@ -184,7 +184,7 @@ async function render(host: HTMLElement, ctx: ViewCtx): Promise<void> {
   }
 
   function params(extra: Record<string, string | number | null>): Record<string, string | number | null> {
-    return {...pair, step, align, ...extra};
+    return {...pair, step, align, name_map: currentNameMap() || null, ...extra};
   }
 
   /** Fetch the current window (now); an answer to an older request is dropped. */
@@ -347,8 +347,8 @@ async function render(host: HTMLElement, ctx: ViewCtx): Promise<void> {
     }
     for (const name of names.slice(0, 6)) {
       try {
-        const page = await getReady<{total?: number}>(url("compare/operator", {baseline: pair.baseline, target: pair.target,
-                                                                              base_step: ctx.base.step, target_step: ctx.target.step, q: name, limit: 1}), alive);
+        const page = await getReady<{total?: number}>(url("compare/operator", {...pairParams(ctx.base, ctx.target, ctx.compat, ctx.perStep),
+                                                                              q: name, limit: 1}), alive);
         if (!alive() || !slot.isConnected) return;
         if ((page.total ?? 0) > 0) {
           replace(slot, h("button", {class: "btn small", type: "button", "data-role": "timeline-open-op", "data-view": "operator",
