@@ -16,8 +16,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import subprocess
-import sys
 import time
 import traceback
 from collections import Counter
@@ -208,37 +206,42 @@ def _single_root(case: mc.Case, dst: Path) -> str:
 
 
 def test_cli_sample(tmp_path):
+    """Each case is its own CLI run (``tb-compare ROOT ROOT --json -``), judged on its own; one
+    long-lived process takes the runs one after another (test_malformed_cli's BatchCli), not one
+    interpreter per case."""
+    from test_malformed_cli import BatchCli
     cases = mc.by_id()
     jobs = []
     for i, cid in enumerate(CLI_SAMPLE):
         d = tmp_path / f"c{i}"
         d.mkdir()
         root = _single_root(cases[cid], d)
-        env = dict(os.environ, TB_COMPARE_CACHE="0")
-        if i % 4:                                   # most in-process (fast); some through parser processes
-            env["TB_COMPARE_PROCESSES"] = "0"
-        jobs.append((cid, root, env))
-    running, failures = [], []
-    while jobs or running:
-        while jobs and len(running) < 2:
-            cid, root, env = jobs.pop(0)
-            cmd = [sys.executable, "-m", "tb_compare_plugin.cli", root, root, "--json", "-", "--no-progress"]
-            running.append((cid, subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                                  text=True, cwd=ROOT, env=env)))
-        cid, p = running.pop(0)
-        stdout, stderr = p.communicate(timeout=300)
-        rec = {"id": cid, "group": cases[cid].group, "channel": "cli", "detail": stderr.strip()[:300]}
-        lines = stderr.strip().splitlines()
-        if p.returncode == 0:
-            ok = bool(json.loads(stdout).get("overall_metrics") is not None) and "Traceback" not in stderr
-            rec["outcome"] = "best-effort" if ok else "escaped"
-        else:
-            ok = (len(lines) == 1 and lines[0].startswith("tb-compare: error:")
-                  and any(c in lines[0] for c in cases[cid].culprits))
-            rec["outcome"] = "LoadError" if ok else "escaped"
-        RESULTS.append(rec)
-        if rec["outcome"] == "escaped":
-            failures.append((cid, p.returncode, stderr[-600:]))
+        # most in-process (fast); some through parser processes
+        env = {"TB_COMPARE_CACHE": "0", "TB_COMPARE_PROCESSES": "0" if i % 4 else None}
+        out = tmp_path / f"o{i}"                     # the run's stdout / stderr, outside the case's folder
+        out.mkdir()
+        jobs.append((cid, root, env, out))
+    failures = []
+    cli = BatchCli(tmp_path)
+    try:
+        for cid, root, env, d in jobs:
+            if cli.proc.poll() is not None:          # a previous run took the process down
+                cli = BatchCli(tmp_path)
+            rc, stdout, stderr = cli.run_argv([root, root, "--json", "-", "--no-progress"], d, env=env)
+            rec = {"id": cid, "group": cases[cid].group, "channel": "cli", "detail": stderr.strip()[:300]}
+            lines = stderr.strip().splitlines()
+            if rc == 0:
+                ok = bool(json.loads(stdout).get("overall_metrics") is not None) and "Traceback" not in stderr
+                rec["outcome"] = "best-effort" if ok else "escaped"
+            else:
+                ok = (rc is not None and len(lines) == 1 and lines[0].startswith("tb-compare: error:")
+                      and any(c in lines[0] for c in cases[cid].culprits))
+                rec["outcome"] = "LoadError" if ok else "escaped"
+            RESULTS.append(rec)
+            if rec["outcome"] == "escaped":
+                failures.append((cid, rc, stderr[-600:]))
+    finally:
+        cli.close()
     assert not failures, failures
 
 

@@ -357,18 +357,25 @@ class BatchCli:
 
     def run(self, base: Path, target: Path, json_out: Path, timeout: float = 300) -> tuple[int | None, str]:
         """(exit code, stderr) of ``tb-compare BASE TARGET --json JSON_OUT``; None: the process died or hung."""
-        err = json_out.with_name("stderr.txt")
         argv = [str(base), str(target), "--json", str(json_out), "--no-progress", "-q"]
-        self.proc.stdin.write(json.dumps({"argv": argv, "stdout": str(json_out.with_name("stdout.txt")),
-                                          "stderr": str(err)}) + "\n")
+        rc, _, stderr = self.run_argv(argv, json_out.parent, timeout)
+        return rc, stderr
+
+    def run_argv(self, argv: list, folder: Path, timeout: float = 300, env: dict | None = None) -> tuple:
+        """(exit code, stdout, stderr) of ``tb-compare ARGV`` (``env``: variables for this run only,
+        None unsets); stdout / stderr kept in FOLDER; exit code None: the process died or hung."""
+        err, out = folder / "stderr.txt", folder / "stdout.txt"
+        self.proc.stdin.write(json.dumps({"argv": [str(a) for a in argv], "stdout": str(out), "stderr": str(err),
+                                          "env": env or {}}) + "\n")
         self.proc.stdin.flush()
         ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
         line = self.proc.stdout.readline() if ready else ""
         stderr = err.read_text(errors="replace") if err.exists() else ""
+        stdout = out.read_text(errors="replace") if out.exists() else ""
         if not line:
             self.close()
-            return None, stderr + (self.proc.stderr.read() or "")
-        return json.loads(line)["rc"], stderr
+            return None, stdout, stderr + (self.proc.stderr.read() or "")
+        return json.loads(line)["rc"], stdout, stderr
 
     def close(self) -> None:
         if self.proc.poll() is None:

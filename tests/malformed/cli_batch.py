@@ -6,8 +6,9 @@ runs, so the job's stdout / stderr hold exactly what that run printed, its parse
 output included, and an escaping exception prints its traceback there as Python would.  What a
 job saves is a new interpreter and its imports per run.
 
-Protocol: one JSON line per job on stdin, ``{"argv": [...], "stdout": PATH, "stderr": PATH}``;
-one JSON line per job on stdout when it is over, ``{"rc": N}``.
+Protocol: one JSON line per job on stdin, ``{"argv": [...], "stdout": PATH, "stderr": PATH}`` and
+optionally ``"env": {NAME: value, or null to unset}`` for that run only; one JSON line per job on
+stdout when it is over, ``{"rc": N}``.
 """
 from __future__ import annotations
 
@@ -51,7 +52,21 @@ def run_job(argv: list, out_path: str, err_path: str) -> int:
 def main() -> None:
     for line in sys.stdin:
         job = json.loads(line)
-        rc = run_job(job["argv"], job["stdout"], job["stderr"])
+        env = job.get("env") or {}
+        saved = {k: os.environ.get(k) for k in env}
+        for k, v in env.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        try:
+            rc = run_job(job["argv"], job["stdout"], job["stderr"])
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
         sys.stdout.write(json.dumps({"rc": rc}) + "\n")
         sys.stdout.flush()
 
