@@ -126,6 +126,12 @@ def test_timeline_on_samples(browser, tb):
     px_per_ms = slow["w"] / slow["dur"]
     assert abs(slow["x"] - b["x"]) <= 0.3 * px_per_ms, (slow, b)
     assert b["y"] < slow["y"]                                   # the baseline is drawn above the target
+    # hovering it: a tooltip with its name, duration, stream and input shapes
+    t.page.mouse.move(*t.canvas_point(slow["x"] + min(slow["w"] / 2, 6), slow["y"] + slow["h"] / 2))
+    tip = t.f.locator(f"{CONTENT} .tl-tip")
+    t.wait(lambda: tip.is_visible() and "Shapes:" in tip.inner_text())
+    text = tip.inner_text()
+    assert FC1 in text and "0.800 ms" in text and "Stream: stream" in text and "2048,1024;4096,1024;4096" in text, text
     shoot(t.page, ART / "timeline_samples_light.png", full=False, scroll_to=t.f.locator(CANVAS))
 
     # wheel zoom around the pointer: a narrower window around that point, refetched at the canvas width
