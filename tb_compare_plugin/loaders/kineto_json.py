@@ -24,6 +24,7 @@ Conventions specific to this format:
 from __future__ import annotations
 
 import json
+import logging
 import re
 from operator import itemgetter
 
@@ -33,7 +34,7 @@ import numpy as np
 from ..model.profile import KIND_COMM, KIND_COMPUTE, KIND_MEMCPY, KIND_MEMSET, Profile, ProfileMeta
 from ..model.symbols import SymbolTable
 from ..gcpause import gc_paused
-from . import jsonstream
+from . import jsonstream, kineto_fast, kineto_scan
 from .errors import LoadError
 from .kineto_build import build_profile, fill_meta
 from .kineto_values import (C_FLOW, C_FWDBWD, C_KERNEL, C_MEM, C_MEMCPY, C_MEMSET, C_OP, C_OTHER, C_PYF,
@@ -41,6 +42,7 @@ from .kineto_values import (C_FLOW, C_FWDBWD, C_KERNEL, C_MEM, C_MEMCPY, C_MEMSE
                             canon_types, collective_type, floats, id_norm, IdTally, ints, one_float, times_ns)
 
 __all__ = ["load", "peek", "collective_type"]
+log = logging.getLogger(__name__)
 
 
 class _Memo(dict):
@@ -73,8 +75,13 @@ class _Rows:
 class _Collector:
     """Turns decoded chunks into column pieces; keeps the memos that make that cheap."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, fast: bool | None = None) -> None:
         self.path = path
+        # the byte scanner (kineto_fast) when asked for and numba is there; the general decoder for the
+        # chunks it refuses
+        self.fast = (kineto_scan.wanted() if fast is None else fast) and kineto_scan.available()
+        self.n_fast = 0
+        self.fallbacks: dict[str, int] = {}       # reason -> chunks the general decoder parsed
         self.sym = SymbolTable()
         self.cat_memo: dict = {}          # raw cat -> index into cat_cls / cat_sym
         self.cat_cls: list[int] = []
@@ -113,6 +120,12 @@ class _Collector:
 
     # -- decoding -------------------------------------------------------------------------
     def __call__(self, view: memoryview) -> None:
+        why = None
+        if self.fast:
+            why = kineto_fast.take_chunk(self, view)
+            if why is None:
+                self.n_fast += 1
+                return
         inexact = True
         if not self.n_exact_chunks:               # once a chunk needed it, stay on the exact path
             evs = self._decode(view, DEC)
@@ -122,6 +135,8 @@ class _Collector:
             evs = self._decode(view, DEC_EXACT)
             ts, _ = times_ns([e.ts for e in evs], exact=True)
         self._extract(evs, ts)
+        if why is not None:                       # counted once the chunk is known to be a good one
+            self.fallbacks[why] = self.fallbacks.get(why, 0) + 1
 
     def _decode(self, view, dec) -> list:
         try:
@@ -365,7 +380,7 @@ class _Collector:
         """A numeric kernel arg; values that are not numbers, and negative ones, become missing
         (-1 / NaN) and are counted for the profile's warnings."""
         try:
-            a = np.fromiter(vals, dtype, len(vals))
+            a = vals.astype(dtype) if isinstance(vals, np.ndarray) else np.fromiter(vals, dtype, len(vals))
         except (TypeError, ValueError, OverflowError):
             f = np.fromiter(map(one_float, vals), np.float64, len(vals))
             given = np.fromiter((v is not None and v == v for v in vals), bool, len(vals))   # not NaN
@@ -414,10 +429,14 @@ class _Collector:
 # ----------------------------------------------------------------------------- whole profile
 
 
-def load(path: str, progress=None, chunk_bytes: int = jsonstream.DEFAULT_CHUNK) -> Profile:
-    """Parse a Kineto trace (plain or gzip JSON) into a Profile.  Raises LoadError on bad input."""
+def load(path: str, progress=None, chunk_bytes: int = jsonstream.DEFAULT_CHUNK, fast: bool | None = None) -> Profile:
+    """Parse a Kineto trace (plain or gzip JSON) into a Profile.  Raises LoadError on bad input.
+
+    ``fast``: use the byte scanner (:mod:`.kineto_fast`) for the chunks it accepts (default:
+    ``TB_COMPARE_FAST_KINETO=1``; it needs numba); False parses every chunk with the general decoder.  The chunks the scanner
+    refuses are parsed by the general decoder, and the log says so (the profile is the same)."""
     path = str(path)
-    col = _Collector(path)
+    col = _Collector(path, fast)
     res = jsonstream.StreamResult()
     last = [-1.0]
 
@@ -445,6 +464,10 @@ def load(path: str, progress=None, chunk_bytes: int = jsonstream.DEFAULT_CHUNK) 
         why = "; ".join(prof.meta.warnings) or "none could be read"
         raise LoadError(path, f"the trace holds {col.n_device_seen:,} device events (kernel, memcpy, memset) "
                               f"but none could be loaded ({why})")
+    if col.fallbacks:
+        log.info("%s: %s of %s chunks parsed with the general decoder: %s", path, sum(col.fallbacks.values()),
+                 sum(col.fallbacks.values()) + col.n_fast,
+                 "; ".join(f"{why} ({n})" for why, n in col.fallbacks.items()))
     if progress is not None:
         progress(1.0)
     return prof

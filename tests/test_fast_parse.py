@@ -1,0 +1,79 @@
+"""The fast Kineto path (numba byte scanner, loaders/kineto_fast.py) gives the same profile as the
+general decoder: every table, column, symbol and warning, on every corpus GPU trace; and the CLI's
+--json is the same with it on and off.  Skipped when numba is not installed (it is optional)."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from conftest import CORPUS, ROOT, needs_corpus
+from tb_compare_plugin.loaders import kineto_json, kineto_scan
+
+pytestmark = pytest.mark.skipif(not kineto_scan.available(),
+                                reason=f"numba is not installed: {kineto_scan.unavailable_reason()}")
+
+TRACES = sorted(CORPUS.glob("gpu/**/*.pt.trace.json*")) if CORPUS.is_dir() else []
+
+
+def _same(a, b) -> list[str]:
+    bad = []
+    if a.symbols._strings != b.symbols._strings:
+        bad.append("symbol tables differ")
+    if sorted(a.tables) != sorted(b.tables):
+        bad.append(f"tables {sorted(a.tables)} vs {sorted(b.tables)}")
+    for t in sorted(set(a.tables) & set(b.tables)):
+        x, y = a.tables[t], b.tables[t]
+        if list(x.columns) != list(y.columns) or len(x) != len(y):
+            bad.append(f"{t}: columns or rows differ")
+            continue
+        for c in x.columns:
+            u, v = x[c].to_numpy(), y[c].to_numpy()
+            same = (u.dtype == v.dtype and
+                    (np.array_equal(u, v, equal_nan=True) if u.dtype.kind == "f" else np.array_equal(u, v)))
+            if not same:
+                bad.append(f"{t}.{c}")
+    if a.meta != b.meta:
+        bad.append(f"meta differs (warnings {a.meta.warnings} vs {b.meta.warnings})")
+    return bad
+
+
+@needs_corpus
+@pytest.mark.parametrize("path", TRACES, ids=[str(p.relative_to(CORPUS)) for p in TRACES])
+def test_fast_equals_general(path):
+    fast = kineto_json.load(str(path), fast=True)
+    general = kineto_json.load(str(path), fast=False)
+    assert _same(fast, general) == []
+
+
+def test_refused_chunk_goes_to_the_general_decoder(tmp_path, caplog):
+    """A chunk with a value the scanner does not read (a string tid, a 4-decimal ts) is parsed by
+    the general decoder, the log says so, and the profile is the same."""
+    evs = [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 2, "ts": 10 + i, "dur": 1,
+            "args": {"External id": i}} for i in range(50)]
+    evs.append({"ph": "X", "cat": "kernel", "name": "k\\u00e9", "pid": 0, "tid": "stream 7", "ts": 12.0005,
+                "dur": 2, "args": {"correlation": 3, "stream": 7, "device": 0, "grid": [1, 1, 1],
+                                   "block": [32, 1, 1]}})
+    p = tmp_path / "t.pt.trace.json"
+    p.write_text(json.dumps({"traceEvents": evs}))
+    with caplog.at_level("INFO", logger="tb_compare_plugin.loaders.kineto_json"):
+        fast = kineto_json.load(str(p), fast=True)
+    assert "parsed with the general decoder" in caplog.text
+    assert _same(fast, kineto_json.load(str(p), fast=False)) == []
+
+
+@needs_corpus
+def test_cli_json_same_with_fast_path(tmp_path):
+    base, target = (CORPUS / "gpu/hta_trace_diff/control", CORPUS / "gpu/hta_trace_diff/test")
+    outs = []
+    for flag in ("1", "0"):
+        env = dict(os.environ, TB_COMPARE_FAST_KINETO=flag, PYTHONPATH=str(ROOT))
+        out = tmp_path / f"out{flag}.json"
+        subprocess.run([sys.executable, "-m", "tb_compare_plugin.cli", str(base), str(target), "--no-cache",
+                        "--json", str(out)], check=True, env=env, cwd=tmp_path, capture_output=True)
+        outs.append(json.loads(out.read_text()))
+    assert outs[0] == outs[1]
