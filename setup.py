@@ -27,6 +27,9 @@ setup(
                  "distributed>=2023.1"],   # tests/test_cluster_scale.py starts a real LocalCluster
         # per-rank cluster work as Dask tasks (--dask-scheduler ADDRESS); imported only when asked for
         "dask": ["dask[distributed]>=2023.1"],
+        # the fast Kineto scanner (loaders/kineto_scan.py; used with TB_COMPARE_FAST_KINETO=1): numba
+        # ships manylinux/macOS/Windows wheels, so no compiler is needed
+        "fast": ["numba>=0.59"],
         "bench": ["xlsxwriter>=3"],          # bench/xlsx_bench.py only; never imported by the package
     },
     entry_points={
