@@ -263,6 +263,12 @@ def test_timeline_on_samples(browser, tb):
     other = [d for d in t.items(side="target") if d["id"] == cp["id"]]
     assert other and abs(other[0]["start"]) < 1e-6                 # both sides aligned on the pair
     shoot(t.page, ART / "timeline_kernel_row_aligned.png", full=False, scroll_to=t.f.locator(CANVAS))
+    # and back: the details' link opens the Kernel view searched for the kernel's type (what the NPU row names)
+    back = t.f.locator(f"{CONTENT} [data-role=timeline-open-row][data-view=kernel]")
+    t.wait(lambda: back.get_attribute("data-name") == row_name.split()[0])
+    back.click()
+    t.f.locator(f"{CONTENT} table.t tbody tr [data-role=timeline-link]").first.wait_for(timeout=60000)
+    assert hash_params(t.page).get(P + "v") == "kernel" and hash_params(t.page).get(P + "q") == row_name.split()[0]
     assert t.console.errors() == []
     t.close()
 

@@ -302,9 +302,11 @@ async function render(host: HTMLElement, ctx: ViewCtx): Promise<void> {
     const view = a.links?.view;
     const viewName = view === "kernel" ? "Kernel" : view === "operator" ? "Operator" : view === "communication" ? "Communication" : view;
     const link = view && ctx.available.has(view)
-      ? h("button", {class: "btn small", type: "button", "data-role": "timeline-open-row", "data-view": view,
-                     onClick: () => ctx.onView(view, undefined, {q: a.links!.key})}, `Open in the ${viewName} view`)
+      ? h("button", {class: "btn small", type: "button", "data-role": "timeline-open-row", "data-view": view, "data-name": a.links!.key,
+                     onClick: () => ctx.onView(view, undefined, {q: link?.dataset.name ?? a.links!.key})}, `Open in the ${viewName} view`)
       : view ? h("span", {class: "muted"}, `(the ${viewName} view is not available for this pair)`) : null;
+    // an NPU Kernel view row names the kernel's type (the end of its name): search for what has a row
+    if (link instanceof HTMLButtonElement && view === "kernel" && a.links!.key.includes("_")) void kernelRow(a.links!.key, link);
     // a kernel's launching operator: its row in the Operator view (the Kernel view may not apply to the pair)
     const opLink = h("span", {class: "tl-oplink"});
     if (a.launch_op?.name && ctx.available.has("operator")) void operatorRow(a, opLink);
@@ -354,6 +356,23 @@ async function render(host: HTMLElement, ctx: ViewCtx): Promise<void> {
           replace(slot, h("button", {class: "btn small", type: "button", "data-role": "timeline-open-op", "data-view": "operator",
                                      "data-name": name, onClick: () => ctx.onView("operator", undefined, {q: name})},
                           `Its operator ${name} in the Operator view`));
+          return;
+        }
+      } catch {
+        return;
+      }
+    }
+  }
+
+  /** The Kernel view's search for a kernel: its name, else its type (an NPU row), whichever has rows. */
+  async function kernelRow(name: string, btn: HTMLButtonElement): Promise<void> {
+    for (const q of [name, name.slice(name.lastIndexOf("_") + 1)]) {
+      try {
+        const page = await getReady<{total?: number}>(url("compare/kernel", {...pairParams(ctx.base, ctx.target, ctx.compat, ctx.perStep),
+                                                                            q, limit: 1}), alive);
+        if (!alive()) return;
+        if ((page.total ?? 0) > 0) {
+          btn.dataset.name = q;
           return;
         }
       } catch {
