@@ -2,6 +2,7 @@
 entries, the size bound, never inside the logdir, and a parser process that dies."""
 from __future__ import annotations
 
+import gzip
 import os
 import shutil
 
@@ -104,10 +105,15 @@ def test_parse_pool_and_dead_child(tmp_path):
         prof = pool.parse(spec.format, spec.root, spec.fingerprint, seen.append)
         same_profile(prof, loaders.load("ascend-text", str(NPU)))
         assert cache.get(spec.fingerprint) is not None
-        # a child that never finishes (it waits on a pipe nobody writes), killed from outside,
-        # twice: the parse is retried once, then fails in plain words
+        # a child that takes long (seconds of whitespace to read: 64 gzip members of 16 MB of
+        # spaces each; a FIFO is refused at once now), killed from outside, twice: the parse is
+        # retried once, then fails in plain words
         fifo = str(tmp_path / "stuck.pt.trace.json")
-        os.mkfifo(fifo)
+        member = gzip.compress(b" " * (16 << 20), compresslevel=9)
+        with open(fifo, "wb") as f:
+            f.write(gzip.compress(b'{"traceEvents": ['))
+            for _ in range(64):
+                f.write(member)
         fp = ("stuck",)
         half = os.path.join(os.path.dirname(cache.entry_path(fp)), "." + os.path.basename(cache.entry_path(fp)) + ".x")
         os.makedirs(half)                               # as a child killed mid-put leaves it

@@ -15,6 +15,8 @@ import json
 import math
 import re
 
+from .regular import open_regular
+
 MAX_BYTES = 512 << 20
 TOTAL = "Total Op Info"
 # transports whose bytes count once; SDMA is the copy engine behind HCCS/PCIe on a node and
@@ -24,7 +26,7 @@ _STEP = re.compile(r"^step(\d*)$", re.I)
 
 
 def _load(path: str) -> tuple:
-    with open(path, "rb") as f:
+    with open_regular(path, "rb") as f:
         raw = f.read(MAX_BYTES + 1)
     if len(raw) > MAX_BYTES:
         raise ValueError(f"{path}: larger than {MAX_BYTES >> 20} MB; not read")

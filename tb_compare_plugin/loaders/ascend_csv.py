@@ -27,6 +27,7 @@ from ..model.keys import value_at_key
 from .ascend_columns import (Texts, as_objects, innermost_ops, intern, ints, objects,  # noqa: F401
                              per_distinct, plain_text, plain_texts, ts_ns)  # (ints, plain_texts, ts_ns: re-exported)
 from .errors import LoadError
+from .regular import open_regular
 
 NA_STRINGS = ("", "N/A")
 COMPUTE_TASKS = frozenset({"AI_CORE", "AI_VECTOR_CORE", "MIX_AIC", "MIX_AIV", "AI_CPU", "FFTS_PLUS",
@@ -56,7 +57,7 @@ def read_csv(path: str, required: Iterable[str], optional: Iterable[str],
             want[spelling] = col
     name = os.path.basename(path)
     try:
-        with open(path, "rb") as fh:
+        with open_regular(path, "rb") as fh:
             empty = not fh.read(4096).strip()
             cut = False
             if not empty:
@@ -263,7 +264,7 @@ def read_memory_record(path: str, warnings: list[str]) -> dict | None:
 def read_json(path: str):
     """Parse a small JSON file; LoadError on anything unreadable."""
     try:
-        with open(path, "rb") as fh:
+        with open_regular(path, "rb") as fh:
             raw = fh.read()
     except OSError as exc:
         raise LoadError(path, f"cannot read the file ({exc.strerror or exc})") from None

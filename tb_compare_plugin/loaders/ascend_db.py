@@ -27,6 +27,7 @@ from ..model import (Profile, ProfileMeta, SymbolTable, make_table, KIND_COMPUTE
 from ..model.intervals import nest
 from . import ascend_step_trace
 from .errors import LoadError
+from .regular import open_regular, read_text_regular
 
 DB_PREFIXES = ("ascend_pytorch_profiler", "ascend_mindspore_profiler", "msmonitor")
 REQUIRED = {"TASK": ("startNs", "endNs"), "STRING_IDS": ("id", "value")}
@@ -64,7 +65,7 @@ def find_db(root: str) -> Path:
 def _connect(path: Path) -> sqlite3.Connection:
     """Open read-only + immutable (no -wal/-shm/journal files); reject non-SQLite files early."""
     try:
-        with open(path, "rb") as f:
+        with open_regular(path, "rb") as f:
             head = f.read(16)
     except OSError as e:
         raise LoadError(str(path), f"cannot open file: {e.strerror or e}") from None
@@ -646,7 +647,7 @@ class _Reader:
         if not f.is_file():
             return None
         try:
-            data = json.loads(f.read_text(encoding="utf-8"))
+            data = json.loads(read_text_regular(f))
         except (OSError, ValueError) as e:
             self.meta.warnings.append(f"{f}: unreadable JSON ({e}); ignored")
             return None

@@ -21,6 +21,7 @@ import numpy as np
 
 from ..model import make_table
 from ..model.profile import STEP_TRACE_COLUMNS
+from .regular import open_regular
 
 CSV_NAME = "step_trace_time.csv"
 DB_TABLE = "StepTraceTime"
@@ -56,7 +57,7 @@ def _step_id(v) -> int | None:
 def from_analysis_db(path: str, meta):
     """``step_trace`` table of analysis.db's StepTraceTime (None when the table is absent)."""
     try:
-        with open(path, "rb") as f:
+        with open_regular(path, "rb") as f:
             if f.read(16) != b"SQLite format 3\x00":
                 meta.warnings.append(f"{path}: not an SQLite database; no per-step trace from the profiler")
                 return None

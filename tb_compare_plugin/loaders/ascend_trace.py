@@ -31,6 +31,7 @@ from .ascend_events import (DECODER as _DECODER, G_ALL, G_DEV, G_HCCL, G_HW, G_O
                             HCCL as _HCCL, HW as _HW, NO_ARGS, OPS as _OPS, PY as _PY, TEXT as _TEXT,
                             TYPED_DECODER as _TYPED_DECODER, MetaArgs as _MetaArgs)
 from .errors import LoadError
+from .regular import open_regular
 
 TRACE = "trace_view.json"
 CHUNK_BYTES = 1 << 20
@@ -296,7 +297,7 @@ def _keys(ids: Field, rows: np.ndarray) -> np.ndarray:
 def _check_head(path: str) -> None:
     """LoadError unless the file starts (after whitespace) with the '[' of a JSON array."""
     try:
-        with open(path, "rb") as fh:
+        with open_regular(path, "rb") as fh:
             while True:                       # the first block holding a non-blank byte
                 head = fh.read(1 << 16)
                 first = head.lstrip()[:1]
@@ -340,7 +341,7 @@ def _role_hints(path: str, head: int = 1 << 20, tail: int = 4 << 20) -> dict:
     end); a wrong or missing hint costs time, never correctness (see the module doc)."""
     found: dict = {}
     try:
-        with open(path, "rb") as fh:
+        with open_regular(path, "rb") as fh:
             size = fh.seek(0, 2)
             fh.seek(0)
             texts = [fh.read(head)]

@@ -20,6 +20,7 @@ import zlib
 from typing import Optional
 
 from .errors import LoadError
+from .regular import open_regular
 
 GZIP_MAGIC = b"\x1f\x8b"
 READ_BLOCK = 1 << 20            # compressed / plain bytes read per call
@@ -62,7 +63,7 @@ class ByteSource:
         self.limit = limit            # stop after this many output bytes (peek)
         self.max_out = max_expanded_bytes(path) if limit is None else None   # past it: LoadError
         try:
-            self._f = open(path, "rb")
+            self._f = open_regular(path, "rb")
         except OSError as e:
             raise LoadError(path, f"cannot open the file ({e.strerror or e})") from None
         self._f.seek(0, 2)

@@ -29,6 +29,7 @@ import numpy as np
 
 from ..model import KIND_COMM, KIND_COMPUTE, Profile, SymbolTable, make_table
 from .errors import LoadError
+from .regular import open_regular
 
 TICK_NS = 10                        # Ascend system counter: 100 MHz
 STEP_COLUMNS = ("step_num", "start_point", "end_point", "total", "fp_point", "bp_point",
@@ -80,7 +81,7 @@ def split_root(root: str) -> tuple[str, int]:
 def read_step_trace(path: str, warnings: list) -> list[tuple]:
     """(step, start_tick, end_tick, fp_tick, bp_tick) per well-formed row of a step_trace_raw CSV."""
     try:
-        with open(path, newline="", encoding="utf-8") as f:
+        with open_regular(path, "r", newline="", encoding="utf-8") as f:
             rows = list(csv.reader(f))
     except (OSError, UnicodeDecodeError) as e:
         raise LoadError(path, f"cannot read the step trace ({e})")
@@ -114,7 +115,7 @@ def read_event_list(path: str, what: str = "") -> list:
     LoadError naming ``path`` when it cannot be read or is not one.  Shared with the msprof
     timeline reader (``mindspore_msprof``)."""
     try:
-        with open(path, encoding="utf-8") as f:
+        with open_regular(path, "r", encoding="utf-8") as f:
             doc = json.load(f)
     except (OSError, UnicodeDecodeError) as e:
         raise LoadError(path, f"cannot read{what} ({e})")
@@ -162,7 +163,7 @@ def _shapes(args: dict) -> str:
 
 def _read_cycle(path: str, warnings: list) -> int | None:
     try:
-        with open(path, encoding="utf-8") as f:
+        with open_regular(path, "r", encoding="utf-8") as f:
             return int(float(f.read().strip()))
     except (OSError, ValueError) as e:
         warnings.append(f"{path}: unreadable capture start ({e}); timeline times left relative")
@@ -171,7 +172,7 @@ def _read_cycle(path: str, warnings: list) -> int | None:
 
 def _task_ids(path: str, warnings: list) -> dict:
     try:
-        with open(path, newline="", encoding="utf-8") as f:
+        with open_regular(path, "r", newline="", encoding="utf-8") as f:
             rd = csv.DictReader(f)
             if not rd.fieldnames or "full_kernel_name" not in rd.fieldnames or "task_id" not in rd.fieldnames:
                 warnings.append(f"{path}: no full_kernel_name/task_id columns; task ids not joined")

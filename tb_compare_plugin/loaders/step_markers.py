@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import re
 
+from .regular import open_regular
+
 CHUNK = 8 << 20
 OVERLAP = 64 << 10
 _EVENT = re.compile(
@@ -31,7 +33,7 @@ def read_step_windows(path: str) -> tuple[dict, list]:
     out: dict = {}
     warnings: list = []
     dup = 0
-    with open(path, "rb") as f:
+    with open_regular(path, "rb") as f:
         tail = b""
         while True:
             chunk = f.read(CHUNK)

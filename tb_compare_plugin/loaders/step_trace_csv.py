@@ -12,6 +12,8 @@ from __future__ import annotations
 import csv
 import math
 
+from .regular import open_regular
+
 # header in the file -> our column name
 COLUMNS = {
     "Computing": "computing",
@@ -39,7 +41,7 @@ def read_step_trace(path: str, max_bytes: int = 64 << 20) -> tuple[dict, list]:
     A column absent from the header is all NaN (one warning).  The Step cell may be empty when
     the run was not split into steps: such a file's single row gets step -1."""
     warnings: list = []
-    with open(path, "r", encoding="utf-8-sig", errors="replace", newline="") as f:
+    with open_regular(path, "r", encoding="utf-8-sig", errors="replace", newline="") as f:
         text = f.read(max_bytes)
     reader = csv.reader(text.splitlines())
     header = next(reader, None)
