@@ -2,8 +2,8 @@
 import numba as nb
 import numpy as np
 
-from .kineto_scan import (BAD_JSON, ESC_KEY, K_FLOAT, K_HARD, K_INT, K_NULL, K_OTHER, K_STR, MISMATCH, N_DUR,
-                          N_RAW0, N_TS, NO_NS, OK, TOO_DEEP, TOO_MANY)
+from .kineto_scan_codes import (BAD_JSON, ESC_KEY, K_FLOAT, K_HARD, K_INT, K_NULL, K_OTHER, K_STR, MISMATCH, N_DUR,
+                                N_RAW0, N_TS, NO_NS, OK, TOO_DEEP, TOO_MANY)
 
 _FNV0 = np.uint64(0xcbf29ce484222325)
 _FNVP = np.uint64(0x100000001b3)
