@@ -35,6 +35,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from .proc import bench_dir, cache_env
+
 
 OPEN = r"""
 import sys, time
@@ -51,18 +53,6 @@ dt = time.perf_counter() - t
 rows = sum(len(df) for p in (pb, pt) for df in p.tables.values())
 print(f"{dt:.4f}\t{rows}")
 """
-
-
-def bench_dir() -> Path:
-    return Path(os.environ.get("TB_COMPARE_BENCH_DIR") or "/tmp/tb_compare_bench")
-
-
-def _env(cache_dir: Path) -> dict:
-    env = dict(os.environ)
-    env["TB_COMPARE_CACHE_DIR"] = str(cache_dir)
-    env.pop("TB_COMPARE_CACHE", None)
-    env.pop("TB_COMPARE_CACHE_MAX_MB", None)
-    return env
 
 
 CHECKSUM = r"""
@@ -119,7 +109,7 @@ def main(argv=None) -> int:
               file=sys.stderr)
         return 2
     cache_dir = Path(args.cache_dir) if args.cache_dir else bench_dir() / "cache_verify_cache"
-    env = _env(cache_dir)
+    env = cache_env(cache_dir)
     pythons = [sys.executable] + args.python
     for py in pythons:
         if _open_once(py, base, target, env) == "MISS":

@@ -152,3 +152,17 @@ def machine_info() -> dict:
     except OSError:
         pass
     return info
+
+
+def bench_dir() -> Path:
+    """Where the generated bench inputs live: $TB_COMPARE_BENCH_DIR, else /tmp/tb_compare_bench."""
+    return Path(os.environ.get("TB_COMPARE_BENCH_DIR") or "/tmp/tb_compare_bench")
+
+
+def cache_env(cache_dir: Path) -> dict:
+    """This process's environment with tb-compare's parse cache in ``cache_dir``, unbounded and on."""
+    env = dict(os.environ)
+    env["TB_COMPARE_CACHE_DIR"] = str(cache_dir)
+    env.pop("TB_COMPARE_CACHE", None)
+    env.pop("TB_COMPARE_CACHE_MAX_MB", None)
+    return env

@@ -33,6 +33,8 @@ import sys
 import time
 from pathlib import Path
 
+from .proc import bench_dir, cache_env
+
 ROOT = Path(__file__).resolve().parent.parent
 
 RUN = r"""
@@ -105,18 +107,6 @@ finally:
 """
 
 
-def bench_dir() -> Path:
-    return Path(os.environ.get("TB_COMPARE_BENCH_DIR") or "/tmp/tb_compare_bench")
-
-
-def _env(cache_dir: Path) -> dict:
-    env = dict(os.environ)
-    env["TB_COMPARE_CACHE_DIR"] = str(cache_dir)
-    env.pop("TB_COMPARE_CACHE", None)
-    env.pop("TB_COMPARE_CACHE_MAX_MB", None)
-    return env
-
-
 def _run(base: Path, target: Path, px: int, windows: int, env: dict):
     out = subprocess.run([sys.executable, "-c", RUN, str(base), str(target), str(px), str(windows)], env=env,
                          cwd=ROOT, capture_output=True, text=True, check=True)
@@ -139,7 +129,7 @@ def main(argv=None) -> int:
               file=sys.stderr)
         return 2
     cache_dir = Path(args.cache_dir) if args.cache_dir else bench_dir() / "timeline_bench_cache"
-    env = _env(cache_dir)
+    env = cache_env(cache_dir)
     if _run(base, target, args.px, 2, env) is None:
         print(f"filling the cache {cache_dir} (parsing both sides once) ...", file=sys.stderr)
         subprocess.run([sys.executable, "-c", FILL, str(base), str(target)], env=env, cwd=ROOT, check=True)
