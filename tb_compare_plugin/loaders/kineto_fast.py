@@ -340,24 +340,7 @@ def _geometry(col, k: dict, n: int) -> dict:
     out["occupancy_pct"] = np.full(n, np.nan)
     if not len(rows):
         return out
-    memo = col.dims_memo2
     keys, ucodes = k["dims"]
-    lut = np.fromiter(map(memo.__getitem__, keys), np.int64, len(keys))
-    codes = lut[ucodes]
-    if len(col.dims_table) < len(memo):
-        col._dims_rows(memo)
-    dims = col.dims_table[codes]
-    if col.dims_bad:
-        bad = np.fromiter(col.dims_bad, np.int64, len(col.dims_bad))
-        hit = np.isin(codes, bad)
-        if hit.any():
-            for code, cnt in zip(*np.unique(codes[hit], return_counts=True)):
-                for label in col.dims_bad[int(code)]:
-                    col.bad_args[label] = col.bad_args.get(label, 0) + int(cnt)
-    for i, name in enumerate(_DIMS):
-        out[name][rows] = dims[:, i]
-    out["registers"][rows] = col._arg_num(k["regs"], np.int64, "registers per thread")
-    out["shared_mem"][rows] = col._arg_num(k["shmem"], np.int64, "shared memory")
-    out["blocks_per_sm"][rows] = col._arg_num(k["bps"], np.float64, "blocks per SM")
-    out["occupancy_pct"][rows] = col._arg_num(k["occ"], np.float64, "est. achieved occupancy %")
+    lut = np.fromiter(map(col.dims_memo2.__getitem__, keys), np.int64, len(keys))
+    col.fill_geometry(out, rows, lut[ucodes], k["regs"], k["shmem"], k["bps"], k["occ"])
     return out

@@ -335,11 +335,18 @@ class _Collector:
         if not m:
             return out
         sub = args if m == n else (itemgetter(*rows.tolist())(args) if m > 1 else [args[int(rows[0])]])
-        memo = self.dims_memo2
-        codes = np.fromiter(map(memo.__getitem__, zip(map(bytes, [a.grid for a in sub]),
-                                                    map(bytes, [a.block for a in sub]))), np.int64, m)
-        if len(self.dims_table) < len(memo):
-            self._dims_rows(memo)
+        codes = np.fromiter(map(self.dims_memo2.__getitem__, zip(map(bytes, [a.grid for a in sub]),
+                                                                map(bytes, [a.block for a in sub]))), np.int64, m)
+        self.fill_geometry(out, rows, codes, [a.regs for a in sub], [a.shmem for a in sub],
+                           [a.bps for a in sub], [a.occ for a in sub])
+        return out
+
+    def fill_geometry(self, out: dict, rows: np.ndarray, codes: np.ndarray, regs, shmem, bps, occ) -> None:
+        """Fill ``out``'s geometry columns at ``rows``: grid/block from the distinct (grid, block)
+        codes of ``dims_memo2`` (counting the unreadable ones in ``bad_args``), the four numbers
+        from their values.  Shared by this decoder and the fast path (``kineto_fast``)."""
+        if len(self.dims_table) < len(self.dims_memo2):
+            self._dims_rows(self.dims_memo2)
         dims = self.dims_table[codes]
         if self.dims_bad:
             bad = np.fromiter(self.dims_bad, np.int64, len(self.dims_bad))
@@ -350,11 +357,10 @@ class _Collector:
                         self.bad_args[label] = self.bad_args.get(label, 0) + int(cnt)
         for c, name in enumerate(_DIMS):
             out[name][rows] = dims[:, c]
-        out["registers"][rows] = self._arg_num([a.regs for a in sub], np.int64, "registers per thread")
-        out["shared_mem"][rows] = self._arg_num([a.shmem for a in sub], np.int64, "shared memory")
-        out["blocks_per_sm"][rows] = self._arg_num([a.bps for a in sub], np.float64, "blocks per SM")
-        out["occupancy_pct"][rows] = self._arg_num([a.occ for a in sub], np.float64, "est. achieved occupancy %")
-        return out
+        out["registers"][rows] = self._arg_num(regs, np.int64, "registers per thread")
+        out["shared_mem"][rows] = self._arg_num(shmem, np.int64, "shared memory")
+        out["blocks_per_sm"][rows] = self._arg_num(bps, np.float64, "blocks per SM")
+        out["occupancy_pct"][rows] = self._arg_num(occ, np.float64, "est. achieved occupancy %")
 
     def _dims_rows(self, memo: dict) -> None:
         """Read the (grid, block) texts not read yet: each must be three non-negative integers,
