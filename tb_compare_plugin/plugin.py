@@ -239,7 +239,7 @@ class ProfileComparePlugin(base_plugin.TBPlugin):
             raise bad_param("sort", f"parameter 'sort': the {view} table has no column {sort!r} (columns: {', '.join(cols)})",
                             cols)
         params = dict(sort=sort, order=order,
-                      q=arg(request, "q", required=False, max_len=256),
+                      q=arg(request, "q", required=False, max_len=4096),  # a GPU kernel row: a C++ signature
                       status=status,
                       min_diff=float_arg(request, "min_diff"),
                       offset=int_arg(request, "offset", 0, 0, 10 ** 9),
@@ -439,9 +439,10 @@ class ProfileComparePlugin(base_plugin.TBPlugin):
             raise bad_param("kind", f"parameter 'kind' must be kernel or op, got {kind[:40]!r}", ["kernel", "op"])
         name = arg(request, "name", max_len=4096)
         nth = int_arg(request, "nth", 0, 0, 10 ** 9)
+        shapes = arg(request, "shapes", required=False, max_len=4096)      # the row's input shapes ("N/A" none)
         q = self._timeline_query(request)
         return self._reply(request, timeline.timeline_find(self._service, *self._pair(request), side, kind, name,
-                                                           q.step, nth, may_parse))
+                                                           q.step, nth, may_parse, shapes))
 
     def _compare_overall(self, request):
         may_parse = self._accept_post(request)

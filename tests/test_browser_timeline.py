@@ -251,6 +251,7 @@ def test_timeline_on_samples(browser, tb):
     link = t.f.locator(f"{CONTENT} table.t tbody tr [data-role=timeline-link]").first
     link.wait_for(timeout=120000)
     row_name = t.frame.evaluate("document.querySelector('#pc-content table.t tbody td.name .label').textContent")
+    row_shape = t.frame.evaluate("document.querySelector('#pc-content table.t tbody tr').children[1].textContent")
     link.click()
     t.wait(lambda: (hash_params(t.page).get(P + "m") or "").startswith("align:baseline:k"))
     t.drawn()
@@ -263,12 +264,18 @@ def test_timeline_on_samples(browser, tb):
     other = [d for d in t.items(side="target") if d["id"] == cp["id"]]
     assert other and abs(other[0]["start"]) < 1e-6                 # both sides aligned on the pair
     shoot(t.page, ART / "timeline_kernel_row_aligned.png", full=False, scroll_to=t.f.locator(CANVAS))
-    # and back: the details' link opens the Kernel view searched for the kernel's type (what the NPU row names)
+    # and back: the details' link opens the Kernel view searched for its row (the NPU row names the kernel's
+    # type and its input shapes): that row alone
     back = t.f.locator(f"{CONTENT} [data-role=timeline-open-row][data-view=kernel]")
-    t.wait(lambda: back.get_attribute("data-name") == row_name.split()[0])
+    back.wait_for(timeout=60000)
+    key = back.get_attribute("data-name")
+    assert key.replace('"', "") == f"{row_name.split()[0]} {row_shape}", (key, row_name, row_shape)  # the cell drops quotes
     back.click()
     t.f.locator(f"{CONTENT} table.t tbody tr [data-role=timeline-link]").first.wait_for(timeout=60000)
-    assert hash_params(t.page).get(P + "v") == "kernel" and hash_params(t.page).get(P + "q") == row_name.split()[0]
+    assert hash_params(t.page).get(P + "v") == "kernel" and hash_params(t.page).get(P + "q") == key
+    t.wait(lambda: t.frame.evaluate("[...document.querySelectorAll('#pc-content table.t tbody tr')].map((tr) => "
+                                    "[tr.querySelector('td.name .label').textContent, tr.children[1].textContent])")
+           == [[row_name, row_shape]])
     assert t.console.errors() == []
     t.close()
 

@@ -94,6 +94,38 @@ def test_find_a_table_row(tb):
     assert code == 200 and body["id"] is None
 
 
+NPU2 = "target_npu_v2/rank0_ascend_pt"
+
+
+@pytest.mark.parametrize("base,target", [(TARGET, NPU2), (BASE, "baseline_gpu/worker0")])
+def test_a_kernel_row_and_its_timeline_items(tb, base, target):
+    """Kernel view rows (NPU: named by the kernel's Type, e.g. MatMulV2 for aclnnAddmm_MatMulCommon_MatMulV2)
+    <-> timeline items: find by the row's kernel and shapes gives a kernel of that row, whose
+    details link back to the row by its name (what the Kernel view's search finds)."""
+    pair = {"baseline": base, "target": target}
+    table = post(tb, "compare/kernel", limit=12, **pair)
+    assert table["rows"], table
+    for row in table["rows"][:12]:
+        shapes = row["input_shape"] if row["input_shape"] != "N/A" else None
+        found = post(tb, "compare/timeline/find", side="baseline", kind="kernel", name=row["kernel"], step=2,
+                     **({"shapes": shapes} if shapes else {}), **pair)
+        assert found["id"] and found["id"].startswith("k"), (row, found)
+        assert found["links"]["view"] == "kernel" and found["links"]["key"] == row["name"], (row, found["links"])
+        assert (found["links"]["kernel"], found["links"]["shapes"]) == (row["kernel"], row["input_shape"])
+        if base == TARGET:                                   # the NPU row names the type, a part of the kernel's name
+            assert found["name"] != row["kernel"] and row["kernel"] in found["name"], (row, found["name"])
+        # the row's search (the Kernel view's q) finds the row
+        again = post(tb, "compare/kernel", q=found["links"]["key"], **pair)
+        assert row["name"] in [r["name"] for r in again["rows"]]
+    # the kernel's own full name is found too; shapes no row has find nothing
+    mm = post(tb, "compare/timeline/find", side="baseline", kind="kernel", name=table["rows"][0]["kernel"], step=2, **pair)
+    own = post(tb, "compare/timeline/find", side="baseline", kind="kernel", name=mm["name"], step=2, **pair)
+    assert own["id"] == mm["id"]
+    none = post(tb, "compare/timeline/find", side="baseline", kind="kernel", name=table["rows"][0]["kernel"],
+                shapes="1,2,3;4", step=2, **pair)
+    assert none["id"] is None
+
+
 @pytest.mark.parametrize("step", [1, 4])
 def test_range_of_a_step_equals_the_overview(tb, step):
     rng = post(tb, "compare/timeline/range", step=step)

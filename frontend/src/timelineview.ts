@@ -26,8 +26,6 @@ import {currentNameMap, failure, pairParams, progressBox} from "./views";
 
 const FETCH_DELAY_MS = 100;
 const MIN_SPAN_MS = 1e-4;
-/** The px asked for when a named item is not drawn on its own at the first window (summary blocks hide it). */
-const FIND_PX = 8000;
 
 interface ItemAnswer {
   side: Side;
@@ -48,7 +46,8 @@ interface ItemAnswer {
   bytes?: number;
   launch_op?: {id: string; name: string} | null;
   counterpart?: {side: Side; id: string; exact?: boolean; start_ms?: number; dur_ms?: number; name?: string} | null;
-  links?: {view: string; key: string};
+  /** The table row it opens: `key` is what that view's search finds the row by (a Kernel row: its kernel and shapes). */
+  links?: {view: string; key: string; kernel?: string; shapes?: string} | null;
 }
 
 type RangeAnswer = Record<string, unknown> & {
@@ -303,10 +302,8 @@ async function render(host: HTMLElement, ctx: ViewCtx): Promise<void> {
     const viewName = view === "kernel" ? "Kernel" : view === "operator" ? "Operator" : view === "communication" ? "Communication" : view;
     const link = view && ctx.available.has(view)
       ? h("button", {class: "btn small", type: "button", "data-role": "timeline-open-row", "data-view": view, "data-name": a.links!.key,
-                     onClick: () => ctx.onView(view, undefined, {q: link?.dataset.name ?? a.links!.key})}, `Open in the ${viewName} view`)
+                     onClick: () => ctx.onView(view, undefined, {q: a.links!.key})}, `Open in the ${viewName} view`)
       : view ? h("span", {class: "muted"}, `(the ${viewName} view is not available for this pair)`) : null;
-    // an NPU Kernel view row names the kernel's type (the end of its name): search for what has a row
-    if (link instanceof HTMLButtonElement && view === "kernel" && a.links!.key.includes("_")) void kernelRow(a.links!.key, link);
     // a kernel's launching operator: its row in the Operator view (the Kernel view may not apply to the pair)
     const opLink = h("span", {class: "tl-oplink"});
     if (a.launch_op?.name && ctx.available.has("operator")) void operatorRow(a, opLink);
@@ -356,23 +353,6 @@ async function render(host: HTMLElement, ctx: ViewCtx): Promise<void> {
           replace(slot, h("button", {class: "btn small", type: "button", "data-role": "timeline-open-op", "data-view": "operator",
                                      "data-name": name, onClick: () => ctx.onView("operator", undefined, {q: name})},
                           `Its operator ${name} in the Operator view`));
-          return;
-        }
-      } catch {
-        return;
-      }
-    }
-  }
-
-  /** The Kernel view's search for a kernel: its name, else its type (an NPU row), whichever has rows. */
-  async function kernelRow(name: string, btn: HTMLButtonElement): Promise<void> {
-    for (const q of [name, name.slice(name.lastIndexOf("_") + 1)]) {
-      try {
-        const page = await getReady<{total?: number}>(url("compare/kernel", {...pairParams(ctx.base, ctx.target, ctx.compat, ctx.perStep),
-                                                                            q, limit: 1}), alive);
-        if (!alive()) return;
-        if ((page.total ?? 0) > 0) {
-          btn.dataset.name = q;
           return;
         }
       } catch {
@@ -603,63 +583,25 @@ async function render(host: HTMLElement, ctx: ViewCtx): Promise<void> {
     await findItem(find);
   }
 
-  /** Opened from a table row: the first item of that name (and shapes) on that side, selected and aligned on. */
+  /** Opened from a table row: the first item of that row (name as the row shows it, and its shapes) on that side, selected and aligned on. */
   async function findItem(f: Find): Promise<void> {
-    // the server's own lookup first (an exact name: operators, GPU kernels)
+    let a: ItemAnswer & {id: string | null};
     try {
-      const a = await getReady<ItemAnswer & {id: string | null}>(url("compare/timeline/find", params({
-        side: f.side, kind: f.kind === "kernel" ? "kernel" : "op", name: f.name})), alive);
-      if (!alive()) return;
-      if (a.id) {
-        itemCache.set(`${f.side}:${a.id}`, a);
-        openFound(f.side, a.id, a, isNum(a.start_ms) ? a.start_ms : null, isNum(a.dur_ms) ? a.dur_ms : 0);
-        return;
-      }
+      a = await getReady<ItemAnswer & {id: string | null}>(url("compare/timeline/find", params({
+        side: f.side, kind: f.kind === "kernel" ? "kernel" : "op", name: f.name, shapes: f.shapes || null})), alive);
     } catch (e) {
       if (e instanceof Stale || !alive()) return;
-    }
-    // else (an NPU Kernel row names the kernel's type, the end of its name): the drawn items
-    const laneOk = (kind: string) => (f.kind === "kernel" ? kind === "device" : kind === "host");
-    const score = (label: string) => (label === f.name ? 3 : label.endsWith("_" + f.name) ? 2 : label.includes(f.name) ? 1 : 0);
-    const collect = (lanes: Array<{kind: string; items: Item[]}>) => {
-      const out: Array<[number, Item]> = [];
-      for (const ln of lanes) {
-        if (!laneOk(ln.kind)) continue;
-        for (const it of ln.items) if (it[4] && score(it[3]) > 0) out.push([score(it[3]), it]);
-      }
-      return out.sort((p, q) => q[0] - p[0] || p[1][0] - q[1][0]).map(([, it]) => it);
-    };
-    let found = collect(answer?.[f.side].lanes ?? []);
-    if (!found.length) {                 // hidden in summary blocks at this width: ask once for more detail
-      try {
-        const more = await getReady<TimelineAnswer>(url("compare/timeline", params({start_ms: extent.start, end_ms: extent.end, px: FIND_PX})), alive);
-        found = collect(more[f.side].lanes);
-      } catch (e) {
-        if (e instanceof Stale) return;
-      }
-    }
-    if (!alive()) return;
-    let hit: Item | null = null, det: ItemAnswer | null = null;
-    const norm = (x: string) => x.replace(/["\s]/g, "");
-    for (const it of found.slice(0, f.shapes ? 12 : 1)) {
-      try {
-        const a = await item(f.side, it[4]!);
-        if (!f.shapes || norm(a.shapes ?? "") === norm(f.shapes)) { hit = it; det = a; break; }
-      } catch (e) {
-        if (e instanceof Stale) return;
-      }
-    }
-    if (!hit && found.length) hit = found[0];
-    if (!alive()) return;
-    if (!hit) {
-      replace(details, h("div", {class: "notice", role: "status", "data-state": "not-found"},
-        `No ${f.kind} called “${f.name}” on the ${f.side} in this step.`));
+      replace(details, failure("Finding the row's item", e));
       return;
     }
-    const id = hit[4]!;
-    if (!det) det = await item(f.side, id).catch(() => null);
     if (!alive()) return;
-    openFound(f.side, id, det, hit[0], hit[1]);
+    if (!a.id) {
+      replace(details, h("div", {class: "notice", role: "status", "data-state": "not-found"},
+        `No ${f.kind} “${f.name}”${f.shapes ? ` with input shapes ${f.shapes}` : ""} on the ${f.side}.`));
+      return;
+    }
+    itemCache.set(`${f.side}:${a.id}`, a);
+    openFound(f.side, a.id, a, isNum(a.start_ms) ? a.start_ms : null, isNum(a.dur_ms) ? a.dur_ms : 0);
   }
 
   /** A found item: both sides aligned on it when it has a counterpart (the view draws anew and selects it), else centred. */

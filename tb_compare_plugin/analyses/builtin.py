@@ -31,7 +31,7 @@ register(Analysis(
         C("t_blocks_per_sm", "Target Mean Blocks per SM", "number", optional="bps"),
         C("b_occupancy_pct", "Base Mean Est. Achieved Occupancy", "percent", optional="occ"),
         C("t_occupancy_pct", "Target Mean Est. Achieved Occupancy", "percent", optional="occ")),
-    needs={"kernels"}, diff_col="diff_us", search=("kernel", "input_shape"), outputs=ROUTE,
+    needs={"kernels"}, diff_col="diff_us", search=("name", "kernel", "input_shape"), outputs=ROUTE,
     per_step=True,
     description="device kernels grouped by name and input shapes; on GPUs also whether they use "
                 "tensor / matrix cores and their duration-weighted mean blocks per SM and est. "

@@ -41,6 +41,50 @@ def _launch_shapes(profile, kernels: pd.DataFrame) -> np.ndarray:
     return out
 
 
+def _listed(profile, k: pd.DataFrame) -> np.ndarray:
+    """Which kernels of ``k`` (a slice of the kernels table) the Kernel view lists: NPU, the detailed
+    ones with a real ``Type``; GPU, the compute kernels."""
+    if profile.meta.device == "NPU":
+        bad = [0, profile.symbols.lookup("N/A")]
+        return k["detail"].to_numpy() & ~np.isin(k["type"].to_numpy(), bad)
+    return k["kind"].to_numpy() == KIND_COMPUTE
+
+
+def _row_names_shapes(profile, sel: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """The Kernel view's (kernel, input shape) symbol ids of the listed kernels ``sel`` (shape 0: "N/A").
+    NPU rows name the kernel's Type, GPU rows the kernel itself with its launching op's shapes."""
+    if profile.meta.device == "NPU":
+        names, shapes = sel["type"].to_numpy(), sel["input_shapes"].to_numpy()
+    else:
+        names, shapes = sel["name"].to_numpy(), _launch_shapes(profile, sel)
+    na = profile.symbols.lookup("N/A")
+    if na > 0:                                  # one group for "N/A", however it was spelt
+        shapes = np.where(shapes == na, 0, shapes)
+    return names, shapes
+
+
+def listed_names(profile) -> np.ndarray:
+    """Per kernels-table row, the symbol id of the Kernel view row name it is listed under (NPU: its
+    Type; GPU: its name), 0 where the view does not list it."""
+    k = profile.kernels
+    names = (k["type"] if profile.meta.device == "NPU" else k["name"]).to_numpy()
+    return np.where(_listed(profile, k), names, 0)
+
+
+def row_keys(profile, rows) -> tuple[np.ndarray, np.ndarray]:
+    """For kernels-table ``rows``: the symbol ids of the Kernel view row each belongs to, (kernel,
+    input shape) as that view names them (an NPU row names the kernel's Type); kernel 0 where the
+    view lists no such kernel (an untyped NPU task, a GPU memcpy), shape 0 for "N/A"."""
+    rows = np.asarray(rows, np.int64)
+    k = profile.kernels.iloc[rows]
+    names, shapes = np.zeros(len(rows), np.int64), np.zeros(len(rows), np.int64)
+    on = _listed(profile, k)
+    if on.any():
+        n, s = _row_names_shapes(profile, k[on])
+        names[on], shapes[on] = n, s
+    return names, shapes
+
+
 def kernel_rows(profile, step: int | None = None) -> pd.DataFrame:
     """One side's kernels as (kernel, input_shape, dur_us) in file order; ``kernel`` and
     ``input_shape`` are symbol ids (shape 0 stands for "N/A").  GPU rows also carry ``tc``
@@ -49,18 +93,8 @@ def kernel_rows(profile, step: int | None = None) -> pd.DataFrame:
     sym = profile.symbols
     if step is not None:
         k = k[k["step"] == step]
-    if profile.meta.device == "NPU":
-        bad = {0, sym.lookup("N/A")}
-        sel = k[k["detail"].to_numpy() & ~np.isin(k["type"].to_numpy(), list(bad))]
-        names = sel["type"].to_numpy()
-        shapes = sel["input_shapes"].to_numpy()
-    else:
-        sel = k[k["kind"].to_numpy() == KIND_COMPUTE]
-        names = sel["name"].to_numpy()
-        shapes = _launch_shapes(profile, sel)
-    na = sym.lookup("N/A")
-    if na > 0:                                  # one group for "N/A", however it was spelt
-        shapes = np.where(shapes == na, 0, shapes)
+    sel = k[_listed(profile, k)]
+    names, shapes = _row_names_shapes(profile, sel)
     out = pd.DataFrame({"kernel": names, "input_shape": shapes,
                         "dur_us": sel["dur_ns"].to_numpy() / 1000.0})
     if profile.meta.device != "NPU":

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .kernel import listed_names, row_keys
 from .timeline_lanes import CLASSES
 
 _TABLE = {"k": "kernels", "o": "ops", "c": "comm_ops", "t": "comm_tasks"}
@@ -57,7 +58,7 @@ def item_details(profile, lanes, ident: str) -> dict:
                    step=step if step >= 0 else _step_of(profile, info["start_ns"]),
                    launch_op=({"id": f"o{launch}", "name": sym.string(int(profile.ops["name"].iat[launch]))}
                               if 0 <= launch < len(profile.ops) else None))
-        out["links"] = {"view": "kernel", "key": info["name"]}
+        out["links"] = kernel_link(profile, row)
     elif table == "ops":
         out.update(kind="op", cls="host", shapes=sym.string(int(get("input_shapes"))), pid=int(get("pid")),
                    tid=int(get("tid")), depth=int(get("depth")), step=_step_of(profile, info["start_ns"]))
@@ -75,6 +76,20 @@ def item_details(profile, lanes, ident: str) -> dict:
         out["wait"] = out["cls"] == CLASSES[WAIT]
         out["links"] = {"view": "communication", "key": sym.string(int(get("group")))}
     return out
+
+
+def kernel_link(profile, row: int) -> dict | None:
+    """Where the Kernel view lists kernel ``row``: ``{"view": "kernel", "key": the row's name (kernel
+    and input shapes, what the view's search finds it by), "kernel", "shapes"}``; an NPU row names
+    the kernel's Type (``MatMulV2`` for ``aclnnAddmm_MatMulCommon_MatMulV2``).  None when the view
+    does not list it (an untyped NPU task, a GPU memcpy)."""
+    name, shape = row_keys(profile, [row])
+    if name[0] <= 0:
+        return None
+    kernel = profile.symbols.string(int(name[0]))
+    shapes = profile.symbols.string(int(shape[0])) if shape[0] else "N/A"
+    return {"view": "kernel", "key": kernel if shapes == "N/A" else f"{kernel} {shapes}", "kernel": kernel,
+            "shapes": shapes}
 
 
 # ------------------------------------------------------------------------------------ counterparts
@@ -180,15 +195,39 @@ def counterpart(matched, side: str, ident: str, base, target) -> dict | None:
     return {"side": oside, "id": f"o{int(other.op_rows[oanc])}", "exact": False}
 
 
-def find_item(profile, kind: str, name: str, lo: int, hi: int, nth: int = 0) -> str | None:
+def _same_shapes(a: str, b: str) -> bool:
+    norm = lambda x: "".join(ch for ch in x if ch not in '" \t\n')  # noqa: E731
+    return norm(a) == norm(b)
+
+
+def find_item(profile, kind: str, name: str, lo: int, hi: int, nth: int = 0, shapes: str | None = None) -> str | None:
     """The id of the ``nth`` (0 = first) ``kind`` ("kernel" | "op") named ``name`` that starts in
-    [lo, hi), in time order, else of the first one anywhere; None when there is none."""
+    [lo, hi), in time order, else of the first one anywhere; None when there is none.
+
+    ``name`` is what the table row shows: an op's name; a kernel's Kernel view row name (``row_keys``:
+    on an NPU the kernel's Type, e.g. ``MatMulV2`` for ``aclnnAddmm_MatMulCommon_MatMulV2``), else the
+    kernel's own full name.  ``shapes`` (the row's input shapes, "N/A" none) keeps the items of that
+    row only, when given."""
     table, prefix = ("kernels", "k") if kind == "kernel" else ("ops", "o")
     df = profile.tables[table]
     sid = profile.symbols.lookup(name)
     if sid <= 0 or not len(df):
         return None
-    rows = np.flatnonzero(df["name"].to_numpy() == sid)
+    if kind == "kernel":
+        rows = np.flatnonzero(listed_names(profile) == sid)
+        if not len(rows):                       # a kernel's own name (also one the view does not list)
+            rows = np.flatnonzero(df["name"].to_numpy() == sid)
+    else:
+        rows = np.flatnonzero(df["name"].to_numpy() == sid)
+    if len(rows) and shapes is not None:
+        if kind == "kernel":
+            sh = row_keys(profile, rows)[1]
+        else:
+            sh = df["input_shapes"].to_numpy()[rows]
+        want = shapes.strip() or "N/A"
+        ok = [u for u in np.unique(sh).tolist()
+              if _same_shapes(profile.symbols.string(int(u)) if u else "N/A", want)]
+        rows = rows[np.isin(sh, ok)]
     if not len(rows):
         return None
     start = df["start_ns"].to_numpy()[rows]

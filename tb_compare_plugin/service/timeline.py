@@ -197,10 +197,12 @@ def item_answer(cmp, side: str, ident: str, step: int | None = None, align: str 
     return body
 
 
-def find_answer(cmp, side: str, kind: str, name: str, step: int | None = None, nth: int = 0) -> dict:
+def find_answer(cmp, side: str, kind: str, name: str, step: int | None = None, nth: int = 0,
+                shapes: str | None = None) -> dict:
     """The ``compare/timeline/find`` answer: the item a table row opens the timeline at (the
-    ``nth`` ``kind`` named ``name`` in the step, else the first anywhere), with its counterpart,
-    as ``item_answer`` gives them; ``{"id": null}`` when the side has no such item."""
+    ``nth`` ``kind`` named ``name`` as the row names it, of the row's ``shapes`` when given, in the
+    step, else the first anywhere), with its counterpart, as ``item_answer`` gives them;
+    ``{"id": null}`` when the side has no such item."""
     from ..engines.timeline_item import find_item
     if side not in SIDES:
         raise BadParameter("side", f"parameter 'side' must be baseline or target, got {str(side)[:40]!r}",
@@ -212,7 +214,7 @@ def find_answer(cmp, side: str, kind: str, name: str, step: int | None = None, n
     lb, lt = both_lanes(cmp)
     st = chosen_step(cmp.base, cmp.target, step)
     lo, hi = side_extent(prof, lb if side == "baseline" else lt, st)
-    ident = find_item(prof, kind, name, lo, hi, nth)
+    ident = find_item(prof, kind, name, lo, hi, nth, shapes)
     if ident is None:
         return {"id": None, "side": side, "name": name, "step": st}
     out = item_answer(cmp, side, ident, st)
@@ -249,6 +251,6 @@ def timeline_item(service, base, target, options, side: str, ident: str, step: i
 
 
 def timeline_find(service, base, target, options, side: str, kind: str, name: str, step: int | None = None,
-                  nth: int = 0, may_parse: bool = False) -> dict:
+                  nth: int = 0, may_parse: bool = False, shapes: str | None = None) -> dict:
     cmp = _prepared(service, base, target, options, may_parse, matched=True)
-    return find_answer(cmp, side, kind, name, step, nth)
+    return find_answer(cmp, side, kind, name, step, nth, shapes)
