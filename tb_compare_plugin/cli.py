@@ -163,14 +163,14 @@ def start_backends(no_cache: bool = False):
     return make_backends(workers=2, start=True)
 
 
-def load_sides(base_spec, target_spec, progress: Progress, backends, warm=None):
+def load_sides(base_spec, target_spec, progress: Progress, backends, warm=None, side_jobs=((), ())):
     """Both sides, parsed in two processes at once (``service.loading.load_pair``), with the
     progress bar; the parser processes are stopped after."""
     from .service.loading import load_pair
     pool = backends[1]
     progress.start(f"loading {base_spec.name} and {target_spec.name}")
     try:
-        return load_pair(base_spec, target_spec, progress, backends, warm)
+        return load_pair(base_spec, target_spec, progress, backends, warm, side_jobs)
     finally:
         progress.done()
         if pool is not None:
@@ -179,24 +179,32 @@ def load_sides(base_spec, target_spec, progress: Progress, backends, warm=None):
 
 def _warm_up(args):
     """What to start on each side as soon as it is loaded, while the other side still parses:
-    its op tree when the workbook has sheets that need it (operator / module / memory), its
-    steps (``engines.steps.steps_of``) when the JSON, the step table or the step sheets need
-    them; None when nothing."""
+    its op tree when the workbook has sheets that need it (operator / module / memory); None
+    when nothing."""
     sheets = selected_sheets(args)
-    jobs = []
     if args.xlsx and (sheets is None or sheets & {"operator", "memory"}):
         from .engines.optree import tree_of
-        jobs.append(tree_of)
-    if args.json or args.steps or (args.xlsx and (sheets is None or "steps" in sheets)):
-        from .engines.steps import steps_of
-        jobs.append(steps_of)
-    if not jobs:
-        return None
+        return tree_of
+    return None
 
-    def warm(profile):
-        for job in jobs:
-            job(profile)
-    return warm
+
+def _side_jobs(args, opts) -> tuple:
+    """(baseline's, target's) per-side reductions (``engines.side_work``) this run's answers
+    read, for each side's parser process to compute right after its parse: the overview's time
+    split always; the steps when the JSON, the step table or the step sheets need them; the API
+    and kernel statistics when the workbook has those sheets."""
+    sheets = selected_sheets(args)
+    out = []
+    for step in (opts.base_step, opts.target_step):
+        jobs = [("breakdown", (step, bool(opts.reference_compat)))]
+        if args.json or args.steps or (args.xlsx and (sheets is None or "steps" in sheets)):
+            jobs.append(("steps", ()))
+        if args.xlsx and (sheets is None or "api" in sheets):
+            jobs.append(("api", (step,)))
+        if args.xlsx and (sheets is None or "kernel" in sheets):
+            jobs.append(("kernels", (step,)))
+        out.append(tuple(jobs))
+    return tuple(out)
 
 
 def run(args) -> int:
@@ -220,7 +228,7 @@ def run(args) -> int:
     from .presenters.json_encode import encode
 
     progress = Progress(not args.no_progress)
-    base, target = load_sides(base_spec, target_spec, progress, backends, _warm_up(args))
+    base, target = load_sides(base_spec, target_spec, progress, backends, _warm_up(args), _side_jobs(args, opts))
     cmp = service.make_comparison(base, target, opts, base_spec, target_spec)
     for _who, path, w in load_warnings(cmp):      # what a loader dropped or guessed: one line each
         print(f"warning: {path}: {' '.join(w.split())}", file=sys.stderr)

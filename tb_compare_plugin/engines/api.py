@@ -81,10 +81,18 @@ def api_stats(profile, step: int | None = None) -> pd.DataFrame:
     return st[["name", *STAT_COLS]]
 
 
+def side_api_stats(profile, step: int | None = None) -> pd.DataFrame:
+    """``api_stats(profile, step)``, built once per (profile, step) in the derived-data cache
+    (``model.derived``): a per-side reduction (``engines.side_work``) the CLI computes where
+    the side was parsed.  Callers must not change the frame in place."""
+    from ..model.derived import derived
+    return derived(profile, f"api_stats:{step}", lambda: api_stats(profile, step))
+
+
 def compare_api(base, target, base_step=None, target_step=None, divide=(1, 1)) -> pd.DataFrame:
     """Side-by-side API statistics; ``divide``: (baseline, target) step counts the totals and
     calls are divided by (``per_step``; averages stay per call)."""
-    m = merge_sides(api_stats(base, base_step), api_stats(target, target_step), ["name"])
+    m = merge_sides(side_api_stats(base, base_step), side_api_stats(target, target_step), ["name"])
     for side in ("b", "t"):
         for c in STAT_COLS:
             m[f"{side}_{c}"] = m[f"{side}_{c}"].fillna(0)

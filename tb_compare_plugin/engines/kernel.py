@@ -139,6 +139,15 @@ def kernel_stats(rows: pd.DataFrame, sym) -> pd.DataFrame:
     return st[["kernel", "input_shape", *STAT_COLS, *(GPU_COLS if gpu else ())]]
 
 
+def side_kernel_stats(profile, step: int | None = None) -> pd.DataFrame:
+    """``kernel_stats(kernel_rows(profile, step))``, built once per (profile, step) in the
+    derived-data cache (``model.derived``): a per-side reduction (``engines.side_work``) the CLI
+    computes where the side was parsed.  Callers must not change the frame in place."""
+    from ..model.derived import derived
+    return derived(profile, f"kernel_stats:{step}",
+                   lambda: kernel_stats(kernel_rows(profile, step), profile.symbols))
+
+
 def compare_kernels(base, target, base_step=None, target_step=None, divide=(1, 1)) -> pd.DataFrame:
     """Side-by-side kernel statistics with diff (µs) and ratios.
 
@@ -146,8 +155,8 @@ def compare_kernels(base, target, base_step=None, target_step=None, divide=(1, 1
     are platform-specific) or when either side has no typed kernels (e.g. Ascend Level0), as
     the reference leaves its KernelCompare sheet out then.  ``divide``: (baseline, target) step
     counts the totals and calls are divided by (``per_step``; avg / max / min stay per call)."""
-    b = kernel_stats(kernel_rows(base, base_step), base.symbols)
-    t = kernel_stats(kernel_rows(target, target_step), target.symbols)
+    b = side_kernel_stats(base, base_step)
+    t = side_kernel_stats(target, target_step)
     reason = None
     if base.meta.device != target.meta.device:
         reason = (f"kernels differ by platform (baseline {base.meta.device}, target {target.meta.device}); "

@@ -342,6 +342,16 @@ def breakdown(profile, step: int | None = None, reference_compat: bool = False,
     return sb
 
 
+def side_breakdown(profile, step: int | None = None, reference_compat: bool = False,
+                   top: int = TOP_KERNELS) -> SideBreakdown:
+    """``breakdown(...)``, built once per (profile, arguments) in the derived-data cache
+    (``model.derived``): a per-side reduction (``engines.side_work``) the CLI computes where
+    the side was parsed.  Callers must not change the result."""
+    from ..model.derived import derived
+    return derived(profile, f"breakdown:{step}:{bool(reference_compat)}:{int(top)}",
+                   lambda: breakdown(profile, step, reference_compat, top))
+
+
 def compare_overall(base, target, base_step: int | None = None, target_step: int | None = None,
                     per_step: bool | None = None, reference_compat: bool = False,
                     top: int = TOP_KERNELS) -> OverallResult:
@@ -351,8 +361,8 @@ def compare_overall(base, target, base_step: int | None = None, target_step: int
     was chosen) when the two numbers differ, or raw figures in ``reference_compat`` mode (the
     reference never divides); True = always divide; False = raw figures.
     """
-    b = breakdown(base, base_step, reference_compat, top)
-    t = breakdown(target, target_step, reference_compat, top)
+    b = side_breakdown(base, base_step, reference_compat, top)
+    t = side_breakdown(target, target_step, reference_compat, top)
     notes: list[str] = []
     asked = per_step if not (per_step is None and reference_compat) else False
     scale = decide(b.steps_count, b.steps_marked, t.steps_count, t.steps_marked, per_step, reference_compat)

@@ -59,6 +59,23 @@ class DerivedCache:
             return default
         return fut.result()
 
+    def put(self, profile, name: str, value) -> None:
+        """Store ``value`` as ``name`` of ``profile`` unless that entry exists (built elsewhere:
+        another process computed it on its copy of the same profile)."""
+        with self._lock:
+            entries = self._slot(profile)
+            if name not in entries:
+                fut = Future()
+                fut.set_result(value)
+                entries[name] = fut
+
+    def built(self, profile) -> dict:
+        """Every entry of ``profile`` built without error, by name."""
+        with self._lock:
+            slot = self._slots.get(id(profile))
+            futs = dict(slot[1]) if slot is not None and slot[0]() is profile else {}
+        return {name: f.result() for name, f in futs.items() if f.done() and f.exception() is None}
+
     def forget(self, profile, name: str | None = None) -> None:
         with self._lock:
             slot = self._slots.get(id(profile))

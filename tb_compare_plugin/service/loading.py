@@ -145,9 +145,12 @@ class _StoredError(LoadError):
         return self.problem
 
 
-def load_profile(spec, progress=None, pool=None, cache=None):
+def load_profile(spec, progress=None, pool=None, cache=None, side_jobs=()):
     """Parse one discovered worker (used by the store and the CLI): from the persistent cache
     when it holds this worker's files, else in a parser process (``pool``), else here.
+    ``side_jobs``: per-side reductions (``engines.side_work``) a parser process computes right
+    after its parse, on its own core; their values arrive in the profile's derived-data cache
+    (read from the cache or parsed here, nothing is computed: the caller's warm-up does it).
 
     While it runs, the worker's cache entry is pinned (``ProfileCache.pin``): no process sharing
     the cache evicts it between being stored (by the parser process) and being mapped here.  Once
@@ -157,24 +160,24 @@ def load_profile(spec, progress=None, pool=None, cache=None):
     if spec.error:
         raise _StoredError(spec.error)
     if cache is None:
-        return _finish(spec, _parse(spec, progress, pool, None))
+        return _finish(spec, _parse(spec, progress, pool, None, side_jobs))
     with cache.pin(spec.fingerprint):
         prof = cache.get(spec.fingerprint)
         parsed = prof is None
         if prof is not None:
             registry.finish(prof)           # facts of its format, also on entries that predate one
         else:
-            prof = _parse(spec, progress, pool, cache)
+            prof = _parse(spec, progress, pool, cache, side_jobs)
     if parsed:
         cache.evict()
     return _finish(spec, prof)
 
 
-def _parse(spec, progress, pool, cache):
+def _parse(spec, progress, pool, cache, side_jobs=()):
     from ..formats import registry
     # a format registered at run time is unknown to the parser processes' fork server
     if pool is not None and registry.parsed_in_pool(spec.format):
-        return pool.parse(spec.format, spec.root, spec.fingerprint, progress)
+        return pool.parse(spec.format, spec.root, spec.fingerprint, progress, side_jobs=side_jobs)
     prof = registry.load(spec.format, spec.root, progress=progress)
     if cache is not None:
         cache.put(spec.fingerprint, prof)   # best effort: the profile in memory is the answer
@@ -253,16 +256,32 @@ class ProfileStore:
         return self.cache.get(spec.fingerprint, lambda p: self._load(spec, p), timeout)
 
 
-def load_pair(base_spec, target_spec, progress=None, backends=(None, None), warm=None):
+def load_pair(base_spec, target_spec, progress=None, backends=(None, None), warm=None, side_jobs=((), ())):
     """Baseline and target, parsed at once (two parser processes, through the cache when it has
     them); ``progress(frac)`` gets the mean of both sides' progress.
 
-    ``warm(profile)``, if given, starts on each side as soon as that side is in, on a thread of
-    its own: the core the side's parser process leaves idle while the other side still parses.
+    ``side_jobs``: (baseline's, target's) per-side reductions (``engines.side_work``), computed
+    by each side's parser process after its parse, or here as soon as that side is in when no
+    parser process ran (read from the cache).  ``warm(profile)``, if given, starts on each side
+    as soon as that side is in, on a thread of its own: the core the side's parser process
+    leaves idle while the other side still parses.
     """
     cache, pool = backends
     fracs = [0.0, 0.0]
-    warmers = ThreadPoolExecutor(2, thread_name_prefix="tbc-warm") if warm is not None else None
+    if any(side_jobs):
+        from ..engines import side_work
+        jobs = side_jobs
+
+        def warm_side(prof, i, then=warm):
+            side_work.run(prof, jobs[i])        # values the parser process sent: nothing to do
+            if then is not None:
+                then(prof)
+    else:
+        def warm_side(prof, i, then=warm):
+            then(prof)
+    if warm is None and not any(side_jobs):
+        warm_side = None
+    warmers = ThreadPoolExecutor(2, thread_name_prefix="tbc-warm") if warm_side is not None else None
 
     def prog(i):
         def f(x):
@@ -272,9 +291,9 @@ def load_pair(base_spec, target_spec, progress=None, backends=(None, None), warm
         return f
 
     def one(spec, i):
-        prof = load_profile(spec, prog(i), pool, cache)
+        prof = load_profile(spec, prog(i), pool, cache, side_jobs[i])
         if warmers is not None:
-            warmers.submit(warm, prof)          # its errors reach whoever uses the result
+            warmers.submit(warm_side, prof, i)  # its errors reach whoever uses the result
         return prof
     try:
         with ThreadPoolExecutor(2, thread_name_prefix="tbc-pair") as ex:

@@ -196,9 +196,11 @@ def _process_setup(scratch_parent: str | None) -> None:
 
 
 def _child_parse(fmt: str, root: str, fingerprint, cache_root: str | None, progress_path: str,
-                 handoff_root: str | None = None):
+                 handoff_root: str | None = None, side_jobs: tuple = ()):
     """Runs in the child: parse, store in the cache (or, without one, in the hand-off folder),
-    return where it went; the profile itself is pickled back only when neither can be written."""
+    return where it went; the profile itself is pickled back only when neither can be written.
+    Then the per-side reductions ``side_jobs`` (``engines.side_work``) run here, on this core,
+    and their values go back with the answer: ``(where, profile or None, values)``."""
     from .. import loaders
     from ..cache import ProfileCache
 
@@ -217,13 +219,17 @@ def _child_parse(fmt: str, root: str, fingerprint, cache_root: str | None, progr
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)     # a Ctrl-C is the parent's to handle
     prof = loaders.load(fmt, root, progress=progress)
+    where = "profile"
     if cache_root is not None:
-        cache = ProfileCache(cache_root)
-        if cache.put(fingerprint, prof):
-            return ("cache", None)
+        if ProfileCache(cache_root).put(fingerprint, prof):
+            where = "cache"
     elif handoff_root is not None and _handoff_cache(handoff_root).put(("handoff", progress_path), prof):
-        return ("handoff", None)
-    return ("profile", prof)
+        where = "handoff"
+    values = {}
+    if side_jobs:
+        from ..engines import side_work
+        values = side_work.compute(prof, side_jobs)
+    return (where, prof if where == "profile" else None, values)
 
 
 def _scratch_dir() -> str:
@@ -337,8 +343,17 @@ class ParsePool:
         return LoadError(root, "stopped before this profile was read")
 
 
-    def parse(self, fmt: str, root: str, fingerprint, progress=None, retries: int = 1):
-        """Parse in a child and return the Profile (blocking; call it from a worker thread)."""
+    def parse(self, fmt: str, root: str, fingerprint, progress=None, retries: int = 1, side_jobs=()):
+        """Parse in a child and return the Profile (blocking; call it from a worker thread).
+        ``side_jobs``: per-side reductions (``engines.side_work``) the child computes after the
+        parse; their values come back in the profile's derived-data cache."""
+        prof, values = self._parse(fmt, root, fingerprint, progress, retries, tuple(side_jobs))
+        if values:
+            from ..engines import side_work
+            side_work.seed(prof, values)
+        return prof
+
+    def _parse(self, fmt: str, root: str, fingerprint, progress, retries: int, side_jobs: tuple):
         cache_root = os.path.dirname(self.cache.root) if self.cache is not None else None
         if self._aborted:
             raise LoadError(root, "stopped before this profile was read")
@@ -354,8 +369,10 @@ class ParsePool:
                 try:
                     err_at = children_stderr_size()
                     ex = self._executor()
-                    fut = ex.submit(_child_parse, fmt, root, fingerprint, cache_root, ppath, self._progress_dir)
-                    kind, prof = self._wait(fut, root, fingerprint, ppath, progress, attempt < retries, err_at)
+                    fut = ex.submit(_child_parse, fmt, root, fingerprint, cache_root, ppath, self._progress_dir,
+                                    side_jobs)
+                    kind, prof, values = self._wait(fut, root, fingerprint, ppath, progress, attempt < retries,
+                                                    err_at)
                 finally:
                     if ex is not None:
                         self._retire(ex, fut)
@@ -367,7 +384,7 @@ class ParsePool:
                 if kind == "cache":
                     got = self.cache.get(fingerprint)
                     if got is not None:
-                        return got
+                        return got, values
                     # removed from outside, or damaged on the way (get warned): once more, handed
                     # back without the cache (the profile, not the cache, is the answer)
                     if cache_root is None or attempt >= retries:
@@ -375,8 +392,8 @@ class ParsePool:
                     cache_root = None
                     continue
                 if kind == "handoff":
-                    return self._take_handoff(root, ppath)
-                return prof
+                    return self._take_handoff(root, ppath), values
+                return prof, values
         finally:
             self._inflight.pop(ppath, None)
             self._drop_handoff(ppath)
@@ -386,8 +403,8 @@ class ParsePool:
                 pass
 
     def _wait(self, fut, root: str, fingerprint, ppath: str, progress, may_retry: bool, err_at: int):
-        """The child's answer ``(kind, profile)``, reporting progress meanwhile; ``(None, None)``
-        when the child died and the parse may be retried."""
+        """The child's answer ``(kind, profile, values)``, reporting progress meanwhile;
+        ``(None, None, None)`` when the child died and the parse may be retried."""
         while True:
             try:
                 if self._aborted:
@@ -407,7 +424,7 @@ class ParsePool:
                     self.cache.discard(fingerprint, partial_only=True)
                 if may_retry:
                     log.warning("profile_compare: parser process for %s died; retrying", root)
-                    return None, None
+                    return None, None, None
                 last = children_stderr_tail(err_at)
                 raise LoadError(root, "the parser process died (killed, or out of memory?) "
                                       "while reading this profile" + (f" (its last words: {last})"

@@ -1,0 +1,60 @@
+"""engines/side_work.py: the per-side reductions a parser process computes after its parse land
+in the derived-data cache under the keys the engines read, and the comparison built on those
+values is the one built without them (same overview, steps, API and kernel tables)."""
+from __future__ import annotations
+
+import pickle
+
+import pytest
+
+from tb_compare_plugin.comparison import Comparison
+from tb_compare_plugin.engines import side_work
+from tb_compare_plugin.engines.api import side_api_stats
+from tb_compare_plugin.engines.kernel import side_kernel_stats
+from tb_compare_plugin.engines.overall import side_breakdown
+from tb_compare_plugin.engines.steps import steps_of
+from tb_compare_plugin.loaders import load
+from tb_compare_plugin.model.derived import DERIVED
+from tb_compare_plugin.presenters.json_encode import encode
+from tb_compare_plugin.service import compare as service
+
+from conftest import SAMPLES
+
+GPU = SAMPLES / "baseline_gpu" / "worker0.pt.trace.json"
+JOBS = (("breakdown", (None, False)), ("steps", ()), ("api", (None,)), ("kernels", (None,)))
+
+
+@pytest.fixture(scope="module")
+def three():
+    """The same worker loaded three times: the parser's copy, its hand-back, a plain one."""
+    return [load("trace-json", str(GPU)) for _ in range(3)]
+
+
+def test_compute_gives_values_under_the_accessors_keys(three):
+    child, parent, _ = three
+    values = pickle.loads(pickle.dumps(side_work.compute(child, JOBS)))   # as they cross the pipe
+    assert set(values) == {side_work.key(n, a) for n, a in JOBS}
+    side_work.seed(parent, values)
+    assert side_breakdown(parent, None, False) is values[side_work.key("breakdown", (None, False))]
+    assert steps_of(parent) is values[side_work.key("steps")]
+    assert side_api_stats(parent, None) is values[side_work.key("api", (None,))]
+    assert side_kernel_stats(parent, None) is values[side_work.key("kernels", (None,))]
+
+
+def test_a_failing_job_is_left_to_the_receiver(three):
+    child = load("trace-json", str(GPU))
+    values = side_work.compute(child, (("api", (987654,)), ("kernels", (None,))))
+    assert set(values) == {side_work.key("kernels", (None,))}     # no such step: not sent
+
+
+def test_seeded_comparison_equals_the_plain_one(three):
+    child, parent, plain = three
+    side_work.seed(parent, pickle.loads(pickle.dumps(side_work.compute(child, JOBS))))
+    answers = []
+    for prof in (parent, plain):
+        cmp = Comparison(prof, prof)
+        answers.append(encode({"overview": service.overview(cmp), "steps": service.steps(cmp),
+                               "api": cmp.api().to_dict("records"),
+                               "kernels": cmp.kernels().to_dict("records")}))
+    assert answers[0] == answers[1]
+    assert DERIVED.peek(plain, side_work.key("api", (None,))) is not None   # built there on demand
