@@ -44,6 +44,9 @@ for _codes, _cls in (((kc.FA_FWD_CUBE, kc.FA_FWD_VEC, kc.FA_BWD_CUBE, kc.FA_BWD_
                      ((kc.SDMA_TM,), SDMA), ((kc.MC2,), COMM)):
     _BUCKET_CLASS[list(_codes)] = _cls
 
+WIDE_RUN = 20000      # events of a run in a window above which its bins are summed from prefix sums
+BLOCK = 256           # events per block of the per-run longest-duration index (Lane.blockmax)
+
 # what a lane's ids point into: kernels, ops, comm_ops, comm_tasks, none (free gaps)
 SOURCE_PREFIX = {"kernels": "k", "ops": "o", "comm_ops": "c", "comm_tasks": "t", "": ""}
 
@@ -64,6 +67,7 @@ class Lane:
     run_maxend: list = field(default_factory=list)  # running max of end_ns per run
     run_cum: list = field(default_factory=list)     # per run: (n+1, len(classes)) cumulative ns per class
     classes: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int8))   # class codes present
+    run_blockmax: list = field(default_factory=list)  # per run: longest duration of each BLOCK events
 
     def __len__(self) -> int:
         return len(self.start_ns)
@@ -83,6 +87,38 @@ class Lane:
                     np.cumsum(np.where(cl == c, dur, 0), out=got[1:, j])
             self.run_cum[i] = got
         return got
+
+    def blockmax(self, i: int) -> np.ndarray:
+        """The longest duration in each :data:`BLOCK` consecutive events of run ``i`` (made once)."""
+        got = self.run_blockmax[i]
+        if got is None:
+            _, lo, hi = self.runs[i]
+            n = hi - lo
+            dur = np.zeros(-(-n // BLOCK) * BLOCK, np.int64)
+            np.subtract(self.end_ns[lo:hi], self.start_ns[lo:hi], out=dur[:n])
+            got = self.run_blockmax[i] = dur.reshape(-1, BLOCK).max(axis=1) if n else dur
+        return got
+
+    def wide(self, i: int, a: int, b: int, min_ns: float) -> np.ndarray:
+        """Indices (from ``a``, ascending) of the events ``a``..``b`` of run ``i`` lasting at least
+        ``min_ns``: only the blocks whose longest event does are looked at."""
+        _, lo, _ = self.runs[i]
+        bm = self.blockmax(i)
+        b0, b1 = a // BLOCK, (b - 1) // BLOCK + 1
+        hot = np.flatnonzero(bm[b0:b1] >= min_ns) + b0
+        if len(hot) * BLOCK * 4 > b - a:                  # most blocks hold one: look at every event
+            return np.flatnonzero((self.end_ns[lo + a:lo + b] - self.start_ns[lo + a:lo + b]) >= min_ns)
+        idx = (hot[:, None] * BLOCK + np.arange(BLOCK)).ravel()
+        idx = idx[(idx >= a) & (idx < b)]
+        keep = (self.end_ns[lo + idx] - self.start_ns[lo + idx]) >= min_ns
+        return idx[keep] - a
+
+    def prepare(self) -> None:
+        """Make now what wide windows over its big runs read (per-class prefix sums, block maxima)."""
+        for i, (_, lo, hi) in enumerate(self.runs):
+            if hi - lo > WIDE_RUN:
+                self.cum(i)
+                self.blockmax(i)
 
 
 @dataclass
@@ -191,11 +227,13 @@ def _runs(ln: Lane) -> Lane:
     n = len(d)
     cuts = np.flatnonzero(d[1:] != d[:-1]) + 1
     bounds = np.concatenate([[0], cuts, [n]]) if n else np.zeros(1, np.int64)
-    ln.classes = np.unique(ln.cls) if n else np.zeros(0, np.int8)
+    ln.classes = np.flatnonzero(np.bincount(ln.cls, minlength=len(CLASSES))).astype(np.int8) if n \
+        else np.zeros(0, np.int8)
     for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
         ln.runs.append((int(d[lo]), lo, hi))
         ln.run_maxend.append(np.maximum.accumulate(ln.end_ns[lo:hi]))
         ln.run_cum.append(None)
+        ln.run_blockmax.append(None)
     return ln
 
 
@@ -203,68 +241,100 @@ def _valid(start, dur):
     return (np.asarray(start) >= 0) & (np.asarray(dur) >= 0)
 
 
-def _groups(a: np.ndarray, b: np.ndarray | None = None):
-    """Rows grouped by equal (a, b): [((a, b), rows)], rows in their original order; one hashed
-    ``pd.unique`` of a combined key and, for the few groups a trace has (threads, streams), one
-    comparison pass each: never a row-wise sort."""
+def _host_directory(profile) -> list:
+    """The host lanes a profile has, in their drawing order: [(name, pid, tid, n ops)], the main
+    thread (most ops) first, as the trace viewers do (ties: the first seen first)."""
+    return derived(profile, "timeline_host_dir", lambda: _build_host_directory(profile))
+
+
+def _packable(pid, tid) -> bool:
+    return bool(len(pid) and pid.min() >= 0 and pid.max() < 2 ** 31 and tid.min() >= -2 ** 31 and tid.max() < 2 ** 31)
+
+
+def _pack(pid, tid) -> np.ndarray:
+    """(pid, tid) as one int64 each (both fit: :func:`_packable`)."""
+    return (np.asarray(pid, np.int64) << 32) | (np.asarray(tid, np.int64) & 0xFFFFFFFF)
+
+
+def _build_host_directory(profile) -> list:
     import pandas as pd
-    a = np.asarray(a, np.int64)
-    if b is None:
-        key = a
-    else:
-        b = np.asarray(b, np.int64)
-        if len(a) and a.min() >= 0 and a.max() < 2 ** 31 and b.min() >= 0 and b.max() < 2 ** 32:
-            key = (a << 32) | b
-        else:
-            key = pd.factorize(a)[0].astype(np.int64) * (len(b) + 1) + pd.factorize(b)[0]
-    uniq = pd.unique(key)
-    if len(uniq) <= 64:
-        groups = [np.flatnonzero(key == u) for u in uniq.tolist()]
-    else:
-        order = np.argsort(key, kind="stable")
-        groups = np.split(order, np.flatnonzero(np.diff(key[order])) + 1)
-    out = []
-    for rows in groups:
-        if len(rows):
-            r0 = rows[0]
-            out.append(((int(a[r0]),) if b is None else (int(a[r0]), int(b[r0])), rows))
-    return out
-
-
-def _host_lanes(profile) -> list:
     ops = profile.ops
     if not len(ops):
         return []
     s, d = ops["start_ns"].to_numpy(), ops["dur_ns"].to_numpy()
-    ok = np.flatnonzero(_valid(s, d))
+    ok = (s >= 0) & (d >= 0)
+    every = bool(ok.all())
     pid, tid = ops["pid"].to_numpy(), ops["tid"].to_numpy()
-    out = []
-    bwd = profile.meta.bwd_tid
-    names, depth = ops["name"].to_numpy(), ops["depth"].to_numpy()
-    for (p, t), sub in _groups(pid[ok], tid[ok]):
-        rows = ok[sub]
-        name = f"host {int(p)}/{int(t)}" + (" (backward)" if bwd is not None and int(t) == int(bwd) else "")
-        out.append(_table_lane(name, "host", "ops", rows, s, d, HOST, names, depth))
-    # the main thread (most ops) first, as the trace viewers do
-    out.sort(key=lambda ln: -len(ln))
-    return out
-
-
-def _device_lanes(profile, cls) -> list:
-    k = profile.kernels
-    if not len(k):
+    if not every:
+        pid, tid = pid[ok], tid[ok]
+    if not len(pid):
         return []
-    s, d = k["start_ns"].to_numpy(), k["dur_ns"].to_numpy()
-    ok = _valid(s, d)
-    stream = k["stream"].to_numpy()
+    if pid.min() == pid.max():
+        key = tid
+    elif _packable(pid, tid):
+        key = _pack(pid, tid)
+    else:
+        key = pd.factorize(pid)[0].astype(np.int64) * (len(tid) + 1) + pd.factorize(tid)[0]
+    codes = pd.factorize(key)[0]                     # numbered in the order first seen
+    counts = np.bincount(codes)
+    seen = np.maximum.accumulate(codes)
+    first = np.flatnonzero(np.concatenate([[True], seen[1:] > seen[:-1]]))   # first row of each, in code order
+    bwd = profile.meta.bwd_tid
     out = []
-    okr = np.flatnonzero(ok)
-    for (st,), sub in _groups(stream[okr]):
-        rows = okr[sub]
-        st = int(st)
-        name = f"stream {st}" if st >= 0 else "device (no stream)"
-        out.append(_table_lane(name, "device", "kernels", rows, s, d, cls, k["name"].to_numpy()))
+    for g, r in enumerate(first.tolist()):
+        p, t = int(pid[r]), int(tid[r])
+        name = f"host {p}/{t}" + (" (backward)" if bwd is not None and t == int(bwd) else "")
+        out.append((name, p, t, int(counts[g])))
+    order = sorted(range(len(out)), key=lambda g: -out[g][3])
+    return [out[g] for g in order]
+
+
+def _lane_of(lanes: list, pid: np.ndarray, tid: np.ndarray) -> np.ndarray:
+    """Per op (its ``pid``, ``tid``) the index of its lane in the directory ``lanes`` (-1 none)."""
+    n = len(pid)
+    if len(lanes) == 1:
+        out = np.zeros(n, np.int64)
+        out[(pid != lanes[0][1]) | (tid != lanes[0][2])] = -1
+        return out
+    dp = np.array([ln[1] for ln in lanes], np.int64)
+    dt = np.array([ln[2] for ln in lanes], np.int64)
+    if len(lanes) > 16 and _packable(np.concatenate([dp, pid]), np.concatenate([dt, tid])):
+        dk, k = _pack(dp, dt), _pack(pid, tid)
+        o = np.argsort(dk)
+        pos = np.minimum(np.searchsorted(dk[o], k), len(o) - 1)
+        return np.where(dk[o][pos] == k, o[pos], -1)
+    out = np.full(n, -1, np.int64)
+    one_pid = bool((dp == dp[0]).all())
+    same_pid = pid == dp[0] if one_pid else None
+    for i in range(len(lanes)):
+        m = tid == dt[i]
+        m &= same_pid if one_pid else (pid == dp[i])
+        out[m] = i
     return out
+
+
+def _host_lanes(profile, rows=None) -> list:
+    """The host lanes (one per thread, in :func:`_host_directory` order) of all valid ops, or of
+    the valid op ``rows`` given (a window's: every thread's lane is there, maybe empty)."""
+    ops = profile.ops
+    lanes = _host_directory(profile)
+    if not lanes:
+        return []
+    s, d = ops["start_ns"].to_numpy(), ops["dur_ns"].to_numpy()
+    if rows is None:
+        rows = np.flatnonzero(_valid(s, d))
+    names, depth = ops["name"].to_numpy(), ops["depth"].to_numpy()
+    if len(lanes) == 1:
+        parts = [rows]
+    else:
+        which = _lane_of(lanes, ops["pid"].to_numpy()[rows], ops["tid"].to_numpy()[rows])
+        if len(lanes) <= 16:
+            parts = [rows[which == i] for i in range(len(lanes))]
+        else:
+            o = np.argsort(which, kind="stable")
+            cuts = np.searchsorted(which[o], np.arange(len(lanes) + 1))
+            parts = [rows[o[cuts[i]:cuts[i + 1]]] for i in range(len(lanes))]
+    return [_table_lane(ln[0], "host", "ops", sub, s, d, HOST, names, depth) for ln, sub in zip(lanes, parts)]
 
 
 def _counted_waits(profile) -> np.ndarray:
@@ -300,13 +370,33 @@ def _comm_lanes(profile) -> list:
     return out
 
 
-def _busy(profile):
-    """Disjoint intervals when the device runs anything (kernels on any stream, collectives)."""
-    k, co = profile.kernels, profile.comm_ops
-    ks, kd = k["start_ns"].to_numpy(), k["dur_ns"].to_numpy()
+def _busy(profile, ks, kmax):
+    """Disjoint intervals when the device runs anything (kernels on any stream: ``ks`` the valid
+    ones' starts in order, ``kmax`` the running maximum of their ends; collectives): the kernels
+    merged as they come, then the collectives."""
+    co = profile.comm_ops
     cs, cd = co["start_ns"].to_numpy(), co["dur_ns"].to_numpy()
-    ok, cok = _valid(ks, kd), _valid(cs, cd)
-    return union(np.concatenate([ks[ok], cs[cok]]), np.concatenate([(ks + kd)[ok], (cs + cd)[cok]]))
+    cok = _valid(cs, cd)
+    us, ue = _union_sorted(ks, kmax)
+    if not cok.any():
+        return us, ue
+    cs, ce = cs[cok], (cs + cd)[cok]
+    o = np.argsort(cs, kind="stable")
+    cs, ce = cs[o], ce[o]
+    at = np.searchsorted(us, cs, side="right")          # the collectives slotted in among the kernels' blocks
+    s2, e2 = np.insert(us, at, cs), np.insert(ue, at, ce)
+    return _union_sorted(s2, np.maximum.accumulate(e2))
+
+
+def _union_sorted(s: np.ndarray, run_end: np.ndarray):
+    """``intervals.union`` of intervals sorted by start, given the running maximum of their ends."""
+    if not len(s):
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    new = np.ones(len(s), bool)
+    new[1:] = s[1:] > run_end[:-1]
+    idx = np.flatnonzero(new)
+    last = np.append(idx[1:] - 1, len(s) - 1)
+    return s[idx], run_end[last]
 
 
 def _free_lane(busy_s, busy_e) -> Lane:
@@ -367,25 +457,125 @@ def _range_intervals(profile, cls):
     return comp, unc, wait
 
 
-def build_lanes(profile) -> Lanes:
-    """Every lane of ``profile`` (see module docstring); call :func:`side_lanes` for the cached one."""
+def side_base(profile) -> Lanes:
+    """Everything of the lanes but the host threads and the range intervals (derived cache
+    ``"timeline_base"``): the kernel classes, the device, communication and free lanes, the device
+    span and the kernels by start.  Shared by :func:`side_lanes` and :func:`window_lanes`."""
+    return derived(profile, "timeline_base", lambda: _build_base(profile))
+
+
+def _build_base(profile) -> Lanes:
+    import pandas as pd
     cls = kernel_classes(profile)
-    busy_s, busy_e = _busy(profile)
-    lanes = _host_lanes(profile) + _device_lanes(profile, cls) + _comm_lanes(profile)
-    if len(busy_s):
-        lanes.append(_free_lane(busy_s, busy_e))
     k = profile.kernels
     s, d = k["start_ns"].to_numpy(), k["dur_ns"].to_numpy()
     ok = np.flatnonzero(_valid(s, d))
-    order = ok[np.argsort(s[ok], kind="stable")]
+    order = ok[np.argsort(s[ok], kind="stable")]        # every valid kernel by (start, row): sorted once
+    ks = s[order]
+    ke = ks + d[order]
+    # the device lanes: one per stream, in the order the streams are first seen
+    stream = k["stream"].to_numpy()
+    lanes = []
+    if len(ok):
+        sorted_stream = stream[order]
+        names = k["name"].to_numpy()
+        for st in pd.unique(stream[ok]).tolist():
+            m = sorted_stream == st
+            idx = order[m]
+            st = int(st)
+            lanes.append(_runs(Lane(f"stream {st}" if st >= 0 else "device (no stream)", "device", "kernels",
+                                    ks[m], ke[m], cls[idx], names[idx].astype(np.int32, copy=False),
+                                    idx.astype(np.int64, copy=False), np.zeros(len(idx), np.int16))))
+    lanes += _comm_lanes(profile)
+    kmax = np.maximum.accumulate(ke) if len(ke) else ke
+    busy_s, busy_e = _busy(profile, ks, kmax)
+    if len(busy_s):
+        lanes.append(_free_lane(busy_s, busy_e))
     out = Lanes(lanes, profile.symbols, (int(busy_s[0]), int(busy_e[-1])) if len(busy_s) else None)
-    out.k_start, out.k_end, out.k_cls = s[order], (s + d)[order], cls[order]
-    out.k_maxend = np.maximum.accumulate(out.k_end) if len(order) else out.k_end
+    out.k_start, out.k_end, out.k_cls = ks, ke, cls[order]
+    out.k_maxend = kmax
     out.kernel_class = cls
-    out.computing, out.uncovered, out.wait = _range_intervals(profile, cls)
     out.task_class = np.where(_counted_waits(profile), WAIT, TRANSMIT).astype(np.int8) if len(profile.comm_tasks) \
         else np.zeros(0, np.int8)
     dropped = int(len(k) - len(ok))
     if dropped:
         out.warnings.append(f"{dropped} kernels without a start time or with a negative duration are not drawn")
     return out
+
+
+def _with_host(base: Lanes, host: list) -> Lanes:
+    """``base`` with the host lanes ``host`` in front (the base's arrays and lanes shared, not copied)."""
+    out = Lanes(host + base.lanes, base.symbols, base.span, base.k_start, base.k_end, base.k_cls, base.k_maxend,
+                kernel_class=base.kernel_class, task_class=base.task_class, warnings=list(base.warnings))
+    return out
+
+
+def build_lanes(profile) -> Lanes:
+    """Every lane of ``profile`` (see module docstring); call :func:`side_lanes` for the cached one."""
+    base = side_base(profile)
+    out = _with_host(base, _host_lanes(profile))
+    out.computing, out.uncovered, out.wait = _range_intervals(profile, base.kernel_class)
+    for ln in out.lanes:
+        ln.prepare()
+    return out
+
+
+def window_lanes(profile, start_ns: int, end_ns: int) -> Lanes | None:
+    """The lanes of ``profile`` as far as a window inside [start_ns, end_ns) sees them: the host
+    lanes hold only the ops of each (thread, depth) run from its first op ending after
+    ``start_ns`` to its last starting before ``end_ns`` (what :mod:`timeline_lod` reads of a
+    run for such a window, so its items are the full lanes' own); the other lanes are the full
+    ones (:func:`side_base`).  What a first paint draws without sorting every host op; no range
+    intervals.  None when the ops have negative depths (their runs are not windowed)."""
+    base = side_base(profile)
+    ops = profile.ops
+    if not len(ops):
+        return _with_host(base, [])
+    s, d = ops["start_ns"].to_numpy(), ops["dur_ns"].to_numpy()
+    depth = ops["depth"].to_numpy()
+    if depth.min() < 0:
+        return None
+    lo, hi = int(start_ns), int(end_ns)
+    before = s < hi
+    ok = before & (s >= 0) & (d >= 0)
+    over = np.flatnonzero(ok & (s + d > lo))           # the ops the window overlaps
+    if not len(over):
+        return _with_host(base, _host_lanes(profile, over))
+    pid, tid = ops["pid"].to_numpy(), ops["tid"].to_numpy()
+    lanes = _host_directory(profile)
+    # per (thread, depth): its first overlapping op by (start, row), the run's order
+    gkey = _lane_of(lanes, pid[over], tid[over])
+    dep = depth[over].astype(np.int64)
+    first = np.lexsort((over, s[over], dep, gkey))
+    g_of = np.stack([gkey[first], dep[first]])
+    newg = np.ones(len(first), bool)
+    newg[1:] = (g_of[:, 1:] != g_of[:, :-1]).any(axis=0)
+    heads = first[newg]                                  # per group: its first op (in ``over``)
+    h_key, h_dep, h_row = gkey[heads], dep[heads], over[heads]
+    h_start = s[h_row]
+    cand = np.flatnonzero(ok & (s >= h_start.min()))
+    ckey = _lane_of(lanes, pid[cand], tid[cand])
+    cdep = depth[cand].astype(np.int64)
+    # the group of each candidate: heads sorted by (key, depth), found by searchsorted on a combined rank
+    horder = np.lexsort((h_dep, h_key))
+    hk, hd = h_key[horder], h_dep[horder]
+    pos = np.searchsorted(hk, ckey, side="left")
+    # within a key, the depth: step over the heads of the same key (few depths per thread)
+    found = np.full(len(cand), -1, np.int64)
+    nk = len(hk)
+    j = pos.copy()
+    while True:
+        live = (found < 0) & (j < nk)
+        if not live.any():
+            break
+        jl = np.minimum(j, nk - 1)
+        same = live & (hk[jl] == ckey)
+        hit = same & (hd[jl] == cdep)
+        found[hit] = jl[hit]
+        j = np.where(same & ~hit, j + 1, nk)
+    has = found >= 0
+    cand, found = cand[has], horder[found[has]]
+    fs, fr = h_start[found], h_row[found]
+    cs = s[cand]
+    keep = (cs > fs) | ((cs == fs) & (cand >= fr))
+    return _with_host(base, _host_lanes(profile, cand[keep]))

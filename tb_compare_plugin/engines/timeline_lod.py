@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .timeline_lanes import CLASSES, SOURCE_PREFIX
+from .timeline_lanes import CLASSES, SOURCE_PREFIX, WIDE_RUN
 
 ITEMS_PER_PX = 4
 _WORD = {"kernels": "kernels", "ops": "ops", "comm_ops": "collectives", "comm_tasks": "tasks", "": "gaps"}
@@ -25,7 +25,24 @@ def _ms(ns: np.ndarray, origin: int) -> list:
     return np.round((np.asarray(ns, np.int64) - origin) / 1e6, 6).tolist()
 
 
-FAST_MIN = 20000          # events of a run in the window above which bins are summed from prefix sums
+FAST_MIN = WIDE_RUN       # events of a run in the window above which bins are summed from prefix sums
+_INT64_MAX = np.iinfo(np.int64).max
+
+
+def _int_keys(x: np.ndarray) -> np.ndarray:
+    """Per float ``x`` the least int64 ``t`` with ``float64(t) >= x``: searching sorted int64 ``s``
+    for ``t`` finds what searching it for ``x`` does (``s`` compared as float64, rounded the same
+    way above 2**53 ns), without converting ``s``."""
+    hi = np.ceil(x).astype(np.int64)
+    lo = hi - 4096                                   # float64(lo) < x: the spacing is <= 1024 below 2**63
+    while True:
+        live = hi - lo > 1
+        if not live.any():
+            return hi
+        mid = lo + (hi - lo) // 2
+        up = mid.astype(np.float64) >= x
+        hi = np.where(live & up, mid, hi)
+        lo = np.where(live & ~up, mid, lo)
 
 
 class _Cut:
@@ -74,7 +91,7 @@ class _Cut:
         bid = remap[blk[~lone]]
         nb = len(keep_blk)
         ms, me = st[multi], en[multi]
-        self.bs = np.full(nb, np.iinfo(np.int64).max, np.int64)
+        self.bs = np.full(nb, _INT64_MAX, np.int64)
         np.minimum.at(self.bs, bid, ms)
         self.be = np.zeros(nb, np.int64)
         np.maximum.at(self.be, bid, me)
@@ -87,8 +104,8 @@ class _Cut:
         e = lane.end_ns[lo + a:lo + b]
         nbins = max(1, int(np.ceil((end - start) / bin_ns)))
         edges = start + np.arange(1, nbins) * bin_ns
-        bounds = np.concatenate([[0], np.searchsorted(s, edges, side="left"), [b - a]])
-        wide = np.flatnonzero((e - s) >= bin_ns)
+        bounds = np.concatenate([[0], np.searchsorted(s, _int_keys(edges), side="left"), [b - a]])
+        wide = lane.wide(i, a, b, bin_ns)
         w_bin = np.searchsorted(bounds, wide, side="right") - 1
         cnt_all = np.diff(bounds)
         narrow = cnt_all - np.bincount(w_bin, minlength=nbins)
@@ -170,11 +187,14 @@ def _materialise(ln, symbols, cut: _Cut, depth: int, origin: int, limit: int) ->
         mix_ms = np.round(mix / 1e6, 6)
         word = _WORD[ln.source]
         cnt = cut.cnt[:take].tolist()
-        for b, (s_ms, d_ms) in enumerate(zip(_ms(cut.bs[:take], origin),
-                                             np.round((cut.be[:take] - cut.bs[:take]) / 1e6, 6).tolist())):
-            nz = np.flatnonzero(mix[b])
-            extra = {"n": int(cnt[b]), "mix": {CLASSES[c]: float(mix_ms[b, c]) for c in nz.tolist()}}
+        cols = np.flatnonzero(mix.any(axis=0))          # the classes any block holds
+        names = [CLASSES[c] for c in cols.tolist()]
+        vals, nzs = mix_ms[:, cols].tolist(), (mix[:, cols] != 0).tolist()
+        for s_ms, d_ms, n, c, v, nz in zip(_ms(cut.bs[:take], origin),
+                                           np.round((cut.be[:take] - cut.bs[:take]) / 1e6, 6).tolist(),
+                                           cnt, dom, vals, nzs):
+            extra = {"n": n, "mix": {k: x for k, x, z in zip(names, v, nz) if z}}
             if host:
                 extra["depth"] = depth
-            items.append([s_ms, d_ms, CLASSES[int(dom[b])], f"{int(cnt[b])} {word}", None, extra])
+            items.append([s_ms, d_ms, CLASSES[c], f"{n} {word}", None, extra])
     return items

@@ -124,11 +124,35 @@ def both_lanes(cmp):
     return side_lanes(cmp.base, cmp.options), side_lanes(cmp.target, cmp.options)
 
 
+def lanes_ready(cmp) -> bool:
+    """Whether both sides' full lanes are built (every window is then read from them)."""
+    from ..model.derived import DERIVED
+    return all(DERIVED.peek(p, "timeline_lanes") is not None for p in (cmp.base, cmp.target))
+
+
+def _base_lanes(cmp):
+    """Both sides' :func:`~..engines.timeline_lanes.side_base` (on two threads when neither is built)."""
+    from ..engines.timeline_lanes import side_base
+    from ..model.derived import DERIVED
+    if DERIVED.peek(cmp.base, "timeline_base") is None and DERIVED.peek(cmp.target, "timeline_base") is None:
+        from concurrent.futures import ThreadPoolExecutor
+        with ThreadPoolExecutor(1, thread_name_prefix="tbc-lanes") as ex:
+            fb = ex.submit(side_base, cmp.base)
+            lt = side_base(cmp.target)
+            return fb.result(), lt
+    return side_base(cmp.base), side_base(cmp.target)
+
+
 def timeline_answer(cmp, q: Query) -> dict:
-    """The ``compare/timeline`` answer for the Comparison ``cmp``."""
+    """The ``compare/timeline`` answer for the Comparison ``cmp``.  Until both sides' full lanes
+    are built (:func:`both_lanes`, the first request's caller starts that), the window is read from
+    lanes cut to it (:func:`~..engines.timeline_lanes.window_lanes`): the same items, without
+    sorting every host op first."""
+    from ..engines.timeline_lanes import side_lanes, window_lanes
     from ..engines.timeline_lod import window_items
     from ..presenters.timeline_json import timeline_payload
-    lb, lt = both_lanes(cmp)
+    first = not lanes_ready(cmp)
+    lb, lt = _base_lanes(cmp) if first else both_lanes(cmp)
     step = chosen_step(cmp.base, cmp.target, q.step)
     ob, ot, ext = origins(cmp, lb, lt, step, q.align)
     rel = {"baseline": (ext["baseline"][0] - ob, ext["baseline"][1] - ob),
@@ -141,8 +165,11 @@ def timeline_answer(cmp, q: Query) -> dict:
         raise BadParameter("end_ms", f"parameter 'end_ms' ({w1 / 1e6:g}) must be after start_ms ({w0 / 1e6:g})")
     px = q.px
     sides = {}
-    for who, lanes, origin in (("baseline", lb, ob), ("target", lt, ot)):
-        sides[who] = {"lanes": window_items(lanes, origin, origin + w0, origin + w1, px),
+    for who, prof, lanes, origin in (("baseline", cmp.base, lb, ob), ("target", cmp.target, lt, ot)):
+        a, b = origin + w0, origin + max(w1, w0 + 1)
+        if first:
+            lanes = window_lanes(prof, a, b) or side_lanes(prof)
+        sides[who] = {"lanes": window_items(lanes, origin, a, b, px),
                       "origin_ns": int(origin), "extent": rel[who], "warnings": list(lanes.warnings)}
     return timeline_payload(sides, step, (w0, w1), (lo, hi), px)
 
@@ -234,9 +261,24 @@ def _prepared(service, base, target, options, may_parse: bool, matched: bool = F
     return cmp
 
 
+def _lanes_in_background(service, base, target, options, cmp) -> None:
+    """Start building both sides' full lanes on the service's pool (the job ``_prepared`` waits for)."""
+    from .compare import pair_key
+    service.answers.submit((("timeline_lanes",), pair_key(base, target, options)),
+                           lambda progress: (both_lanes(cmp), None)[1])
+
+
 def timeline(service, base, target, options, q: Query, may_parse: bool = False) -> dict:
-    cmp = _prepared(service, base, target, options, may_parse, matched=q.align is not None)
-    return timeline_answer(cmp, q)
+    """A window; until the full lanes are built (started here, on the pool, after the first answer)
+    it is read from lanes cut to it, so a first paint does not wait for every host op's sort."""
+    cmp = service.comparison(base, target, options, may_parse)
+    if q.align is not None:
+        service.derived(base, target, options, ("timeline_matched",), lambda c: (c.matched(), None)[1], may_parse)
+    if lanes_ready(cmp):
+        return timeline_answer(cmp, q)
+    body = timeline_answer(cmp, q)
+    _lanes_in_background(service, base, target, options, cmp)
+    return body
 
 
 def timeline_range(service, base, target, options, q: Query, may_parse: bool = False) -> dict:
