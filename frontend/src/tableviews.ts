@@ -4,6 +4,7 @@
  * makes such a view from its name and label.
  */
 import {h} from "./dom";
+import {PAIR_SEP} from "./matchedit";
 import type {ViewCtx, ViewDef} from "./registry";
 import {isOp} from "./tree";
 import type {Row} from "./types";
@@ -70,12 +71,14 @@ export const operatorView = tableView("operator", "Operator", {
   renderKey: (ctx) => ctx.query.sub,
 });
 
-/** The module tree: a baseline-only operator under a module can be paired too (the match editor). */
+/** The module tree: a baseline-only operator under a module can be paired too, and an operator row
+ * a name map paired ("a ↔ b") split (the match editor); rows of one name offer nothing (no name map can split them). */
 export const moduleView = tableView("module", "Module", {
   needs: ["modules"], needsBoth: true, limit: 500, tree: true,
   extra: (ctx) => ctx.editor?.toolbar() ?? null,
   rowAction: (ctx) => (ctx.editor
-    ? (r: Row) => (isOp(r) && r.status === "baseline_only" ? ctx.editor!.rowAction(ctx, false, r) : null)
+    ? (r: Row) => (isOp(r) && (r.status === "baseline_only" || (r.status === "both" && String(r.name ?? "").includes(PAIR_SEP)))
+      ? ctx.editor!.rowAction(ctx, false, r) : null)
     : undefined),
 });
 

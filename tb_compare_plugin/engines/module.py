@@ -411,7 +411,8 @@ def compare_modules(base, target, options: Options | None = None, trees=None, di
     pb = np.array([-1 if b is None else b for b, _ in pairs], np.int64)
     pt = np.array([-1 if t is None else t for _, t in pairs], np.int64)
     rows = rows_frame(bs, ts, pb, pt, *_row_layout(bs, ts, pairs, bkey, tkey, opts.disable_details))
-    stats = module_stats(bs, ts, pb, pt, mapper, np.array(bkey, np.int64), np.array(tkey, np.int64), divide)
+    stats = module_stats(bs, ts, pb, pt, mapper, np.array(bkey, np.int64), np.array(tkey, np.int64), divide,
+                         user_map=bool(opts.op_name_map))
     if note:
         rows.attrs["note"] = stats.attrs["note"] = note
     return ModuleResult(rows, stats)

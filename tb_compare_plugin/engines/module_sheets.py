@@ -166,9 +166,10 @@ def _kernel_summaries(side, ev: np.ndarray, ev_op: np.ndarray, n_ops: int) -> li
     return out
 
 
-def _op_records(side, groups: list, slot_key: np.ndarray) -> list:
+def _op_records(side, groups: list, slot_key: np.ndarray, all_names: bool = False) -> list:
     """Per module group: {op key: (name, number, self ms, comm ms, kernel summary)} over the
-    group's modules' top-level ops, keys in first-seen order."""
+    group's modules' top-level ops, keys in first-seen order; ``all_names``: name is the tuple of
+    the distinct raw names under the key, first seen first (a user name map merges names)."""
     mods = np.array([m for g in groups for m in g], dtype=np.int64)
     gid = np.repeat(np.arange(len(groups)), [len(g) for g in groups])
     lo, hi = side.top_bounds[mods], side.top_bounds[mods + 1]
@@ -187,6 +188,9 @@ def _op_records(side, groups: list, slot_key: np.ndarray) -> list:
     summary = _kernel_summaries(side, ev, np.repeat(codes, ehi - elo), n)
     out = [{} for _ in groups]
     names = side.slot_name[occ[first]]
+    if all_names:
+        seen = pd.DataFrame({"u": codes, "n": side.slot_name[occ]}).drop_duplicates()
+        names = seen.groupby("u", sort=True)["n"].agg(tuple).reindex(range(n)).tolist()
     for u, (g, key) in enumerate(zip((uniq // nkey).tolist(), (uniq % nkey).tolist())):
         out[g][key] = (names[u], int(number[u]), self_ms[u], comm_ms[u], summary[u])
     return out
@@ -201,16 +205,19 @@ def _group(side, mods_in_pair_order: list, mapper) -> dict:
 
 
 def module_stats(bs, ts, pb: np.ndarray, pt: np.ndarray, mapper, bkey: np.ndarray, tkey: np.ndarray,
-                 divide=(1, 1)) -> pd.DataFrame:
+                 divide=(1, 1), user_map: bool = False) -> pd.DataFrame:
     """ModuleCompareStatistic (ms): per mapped module path (baseline first-seen order, then the
     target's own), a module row with the summed times, then one row per operator key.
-    ``divide``: (baseline, target) step counts times and numbers are divided by (``per_step``)."""
+    ``divide``: (baseline, target) step counts times and numbers are divided by (``per_step``).
+    ``user_map``: the user gave a name map: an operator row whose key gathers several names is
+    named ``"<baseline name> ↔ <target name>"`` as in the operator statistics (the match editor's
+    pairs; without a map a row keeps its first baseline name, as the reference)."""
     gb, gt = _group(bs, pb[pb >= 0].tolist(), mapper), _group(ts, pt[pt >= 0].tolist(), mapper)
     keys = list(gb) + [k for k in gt if k not in gb]
     if not keys:
         return none_for_missing(pd.DataFrame([], columns=["name", "kind", "path", "status"]))
-    bops = dict(zip(gb, _op_records(bs, list(gb.values()), bkey)))
-    tops = dict(zip(gt, _op_records(ts, list(gt.values()), tkey)))
+    bops = dict(zip(gb, _op_records(bs, list(gb.values()), bkey, user_map)))
+    tops = dict(zip(gt, _op_records(ts, list(gt.values()), tkey, user_map)))
     infos, rows = [], []        # rows: (True, base modules, target modules) or (False, base op, target op)
     for key in keys:
         bm, tm = gb.get(key, []), gt.get(key, [])
@@ -240,6 +247,16 @@ def _stats_side(side, rows: list, j: int) -> tuple:
     return tuple(vals.T), cnt, det, cs
 
 
+def _op_row_name(b, t) -> str:
+    """An operator row's name from its two records: the name, or (``all_names`` records) the
+    distinct names of both sides, baseline first, joined by " ↔ "."""
+    first = (b or t)[0]
+    if not isinstance(first, tuple):
+        return first
+    names = list(dict.fromkeys((b[0] if b else ()) + (t[0] if t else ())))
+    return " ↔ ".join(names)
+
+
 def _stats_frame(bs, ts, infos: list, rows: list, divide=(1, 1)) -> pd.DataFrame:
     """The statistic sheet's columns from its row list (see module_stats)."""
     is_mod = np.array([r[0] for r in rows])
@@ -247,7 +264,7 @@ def _stats_frame(bs, ts, infos: list, rows: list, divide=(1, 1)) -> pd.DataFrame
     (b, bnum, bdet, bcs), (t, tnum, tdet, tcs) = _stats_side(bs, rows, 1), _stats_side(ts, rows, 2)
     b, bnum = tuple(divided(a, divide[0]) for a in b), divided(bnum, divide[0])
     t, tnum = tuple(divided(a, divide[1]) for a in t), divided(tnum, divide[1])
-    names = objects(infos[k][5] if r[0] else (r[1] or r[2])[0] for k, r in zip(take.tolist(), rows))
+    names = objects(infos[k][5] if r[0] else _op_row_name(r[1], r[2]) for k, r in zip(take.tolist(), rows))
     kind = np.full(len(rows), "op", dtype=object)
     kind[is_mod] = "module"
     dtot, dself = t[1] - b[1], t[0] - b[0]
