@@ -156,6 +156,14 @@ def main(argv=None) -> int:
           f"worst {max(zoom) * 1000:.1f} ms (CPU {max(czoom) * 1000:.1f} ms) over "
           f"{len(zoom)} windows; items per answer (both sides) max {max(max(r['items']) for r in runs)} "
           f"(budget {2 * 4 * args.px})")
+    whole = [r["zoom"][-1] for r in runs]
+    cwhole = [r["cpu_zoom"][-1] for r in runs]
+    others = [t for r in runs for t in r["cpu_zoom"][:-1]]
+    print(f"  the whole capture (the last window): median {statistics.median(whole) * 1000:.1f} ms "
+          f"(CPU {statistics.median(cwhole) * 1000:.1f} ms); the others' worst CPU {max(others) * 1000:.1f} ms")
+    if os.environ.get("TB_BENCH_VERBOSE"):
+        for k in range(len(runs[0]["cpu_zoom"])):
+            print(f"  window {k}: CPU " + " ".join(f"{r['cpu_zoom'][k] * 1000:.1f}" for r in runs) + " ms")
     print(f"range selection (one step): median {med('range') * 1000:.1f} ms")
     print("first paint runs: " + " ".join(f"{r['first_paint']:.3f}" for r in runs))
     return 0

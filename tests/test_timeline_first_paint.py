@@ -119,3 +119,21 @@ def test_wide_events_found_by_block_maxima(profiles):
                         t = float(np.quantile(dur, q)) + 0.5
                         want = np.flatnonzero(dur[a:b] >= t)
                         assert np.array_equal(ln.wide(i, a, b, t), want)
+
+
+@pytest.mark.parametrize("per_run", [True, False])
+def test_host_lanes_in_the_order_of_their_op_counts(profiles, per_run, monkeypatch):
+    """The directory (counted per run of a thread's ops, or per op) = a plain count per (pid, tid)."""
+    from tb_compare_plugin.engines import timeline_lanes
+    from tb_compare_plugin.engines.timeline_lanes import _build_host_directory
+    monkeypatch.setattr(timeline_lanes, "RUN_COUNTING", 8 if per_run else 10 ** 12)
+    for prof in profiles:
+        ops = prof.ops
+        ok = (ops["start_ns"] >= 0) & (ops["dur_ns"] >= 0)
+        v = ops[ok]
+        seen = {}
+        for p, t in zip(v["pid"].tolist(), v["tid"].tolist()):
+            seen[(p, t)] = seen.get((p, t), 0) + 1          # dicts keep the order first seen
+        want = sorted(seen.items(), key=lambda kv: -kv[1])
+        got = _build_host_directory(prof)
+        assert [(g[1], g[2], g[3]) for g in got] == [(p, t, n) for (p, t), n in want]

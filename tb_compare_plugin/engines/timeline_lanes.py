@@ -46,6 +46,7 @@ for _codes, _cls in (((kc.FA_FWD_CUBE, kc.FA_FWD_VEC, kc.FA_BWD_CUBE, kc.FA_BWD_
 
 WIDE_RUN = 20000      # events of a run in a window above which its bins are summed from prefix sums
 BLOCK = 256           # events per block of the per-run longest-duration index (Lane.blockmax)
+RUN_COUNTING = 8      # ops per run of one thread's ops above which threads are counted per run
 
 # what a lane's ids point into: kernels, ops, comm_ops, comm_tasks, none (free gaps)
 SOURCE_PREFIX = {"kernels": "k", "ops": "o", "comm_ops": "c", "comm_tasks": "t", "": ""}
@@ -275,10 +276,17 @@ def _build_host_directory(profile) -> list:
         key = _pack(pid, tid)
     else:
         key = pd.factorize(pid)[0].astype(np.int64) * (len(tid) + 1) + pd.factorize(tid)[0]
-    codes = pd.factorize(key)[0]                     # numbered in the order first seen
-    counts = np.bincount(codes)
-    seen = np.maximum.accumulate(codes)
-    first = np.flatnonzero(np.concatenate([[True], seen[1:] > seen[:-1]]))   # first row of each, in code order
+    heads = np.flatnonzero(np.concatenate([[True], key[1:] != key[:-1]]))   # a trace's ops come in runs
+    if len(heads) * RUN_COUNTING < len(key):         # per thread: count runs, not rows
+        rcodes = pd.factorize(key[heads])[0]         # numbered in the order first seen
+        counts = np.bincount(rcodes, weights=np.diff(np.append(heads, len(key)))).astype(np.int64)
+        seen = np.maximum.accumulate(rcodes)
+        first = heads[np.flatnonzero(np.concatenate([[True], seen[1:] > seen[:-1]]))]
+    else:
+        codes = pd.factorize(key)[0]
+        counts = np.bincount(codes)
+        seen = np.maximum.accumulate(codes)
+        first = np.flatnonzero(np.concatenate([[True], seen[1:] > seen[:-1]]))   # first row of each, in code order
     bwd = profile.meta.bwd_tid
     out = []
     for g, r in enumerate(first.tolist()):

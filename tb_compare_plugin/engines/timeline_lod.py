@@ -12,6 +12,8 @@ the (bounded) items it returns.
 """
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 
 from .timeline_lanes import CLASSES, SOURCE_PREFIX, WIDE_RUN
@@ -26,7 +28,7 @@ def _ms(ns: np.ndarray, origin: int) -> list:
 
 
 FAST_MIN = WIDE_RUN       # events of a run in the window above which bins are summed from prefix sums
-_INT64_MAX = np.iinfo(np.int64).max
+_START = operator.itemgetter(0)
 
 
 def _int_keys(x: np.ndarray) -> np.ndarray:
@@ -55,13 +57,13 @@ class _Cut:
     first start to the bin's last end, clipped to the bin, so the cost follows the bins, not the events."""
     __slots__ = ("single", "bs", "be", "cnt", "mix", "n_items")
 
-    def __init__(self, lane, i: int, start: int, end: int, bin_ns: float) -> None:
+    def __init__(self, lane, i: int, start: int, end: int, bin_ns: float, edges: dict) -> None:
         _, lo, hi = lane.runs[i]
         s = lane.start_ns[lo:hi]
         a = int(np.searchsorted(lane.run_maxend[i], start, side="right"))
         b = int(np.searchsorted(s, end, side="left"))
         if b - a > FAST_MIN:
-            self._many(lane, i, lo, a, b, start, end, bin_ns)
+            self._many(lane, i, lo, a, b, start, end, bin_ns, edges)
         else:
             self._few(lane, lo, a, b, start, bin_ns)
         self.n_items = len(self.single) + len(self.cnt)
@@ -91,20 +93,21 @@ class _Cut:
         bid = remap[blk[~lone]]
         nb = len(keep_blk)
         ms, me = st[multi], en[multi]
-        self.bs = np.full(nb, _INT64_MAX, np.int64)
-        np.minimum.at(self.bs, bid, ms)
-        self.be = np.zeros(nb, np.int64)
-        np.maximum.at(self.be, bid, me)
+        heads = np.flatnonzero(np.concatenate([[True], bid[1:] != bid[:-1]])) if nb else np.zeros(0, np.int64)
+        self.bs = np.minimum.reduceat(ms, heads) if nb else np.zeros(0, np.int64)   # a block's events are
+        self.be = np.maximum.reduceat(me, heads) if nb else np.zeros(0, np.int64)   # consecutive
         self.cnt = np.bincount(bid, minlength=nb)
         self.mix = np.bincount(bid * NCLS + lane.cls[idx[multi]].astype(np.int64),
                                weights=(me - ms).astype(np.float64), minlength=nb * NCLS).reshape(nb, NCLS)
 
-    def _many(self, lane, i, lo, a, b, start, end, bin_ns) -> None:
+    def _many(self, lane, i, lo, a, b, start, end, bin_ns, edges) -> None:
         s = lane.start_ns[lo + a:lo + b]
         e = lane.end_ns[lo + a:lo + b]
         nbins = max(1, int(np.ceil((end - start) / bin_ns)))
-        edges = start + np.arange(1, nbins) * bin_ns
-        bounds = np.concatenate([[0], np.searchsorted(s, _int_keys(edges), side="left"), [b - a]])
+        keys = edges.get("keys")
+        if keys is None:                        # the same bin edges for every run of the window
+            keys = edges["keys"] = _int_keys(start + np.arange(1, nbins) * bin_ns)
+        bounds = np.concatenate([[0], np.searchsorted(s, keys, side="left"), [b - a]])
         wide = lane.wide(i, a, b, bin_ns)
         w_bin = np.searchsorted(bounds, wide, side="right") - 1
         cnt_all = np.diff(bounds)
@@ -132,7 +135,8 @@ class _Cut:
 
 
 def _cuts(lanes, start: int, end: int, bin_ns: float) -> list:
-    return [[(depth, _Cut(ln, i, start, end, bin_ns)) for i, (depth, _, _) in enumerate(ln.runs)]
+    edges: dict = {}
+    return [[(depth, _Cut(ln, i, start, end, bin_ns, edges)) for i, (depth, _, _) in enumerate(ln.runs)]
             for ln in lanes.lanes]
 
 
@@ -156,13 +160,13 @@ def window_items(lanes, origin_ns: int, start_ns: int, end_ns: int, px: int,
     out = []
     for ln, runs in zip(lanes.lanes, cuts):
         items: list = []
-        for depth, cut in runs:
+        for depth, cut in runs:                 # the runs by depth: each sorted by start, in turn
             if left <= 0:
                 break
             got = _materialise(ln, lanes.symbols, cut, depth, origin_ns, left)
             left -= len(got)
+            got.sort(key=_START)
             items.extend(got)
-        items.sort(key=lambda it: (it[5].get("depth", 0), it[0]))
         out.append({"name": ln.name, "kind": ln.kind, "items": items})
     return out
 
