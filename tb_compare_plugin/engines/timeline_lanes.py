@@ -408,10 +408,14 @@ def _union_sorted(s: np.ndarray, run_end: np.ndarray):
 
 
 def _free_lane(busy_s, busy_e) -> Lane:
+    """The gaps between the disjoint sorted busy intervals: sorted already, no sort or gather."""
     gs, ge = busy_e[:-1], busy_s[1:]
     keep = ge > gs
-    gs, ge = gs[keep], ge[keep]
-    return _lane("device idle", "free", "", gs, ge, FREE, np.zeros(len(gs), np.int32), np.full(len(gs), -1))
+    if not keep.all():
+        gs, ge = gs[keep], ge[keep]
+    n = len(gs)
+    return _runs(Lane("device idle", "free", "", gs, ge, np.full(n, FREE, np.int8), np.zeros(n, np.int32),
+                      np.full(n, -1, np.int64), np.zeros(n, np.int16)))
 
 
 def _range_intervals(profile, cls):
