@@ -177,26 +177,19 @@ def load_sides(base_spec, target_spec, progress: Progress, backends, warm=None, 
             pool.shutdown()
 
 
-def _warm_up(args):
-    """What to start on each side as soon as it is loaded, while the other side still parses:
-    its op tree when the workbook has sheets that need it (operator / module / memory); None
-    when nothing."""
-    sheets = selected_sheets(args)
-    if args.xlsx and (sheets is None or sheets & {"operator", "memory"}):
-        from .engines.optree import tree_of
-        return tree_of
-    return None
-
-
 def _side_jobs(args, opts) -> tuple:
     """(baseline's, target's) per-side reductions (``engines.side_work``) this run's answers
-    read, for each side's parser process to compute right after its parse: the overview's time
-    split always; the steps when the JSON, the step table or the step sheets need them; the API
-    and kernel statistics when the workbook has those sheets."""
+    read, for each side's parser process to compute right after its parse (or, for a side read
+    from the cache, a thread here as soon as it is in): the overview's time split always; the op
+    tree when the JSON's operator table or the operator / module / memory sheets need it; the
+    steps when the JSON, the step table or the step sheets need them; the API and kernel
+    statistics when the workbook has those sheets."""
     sheets = selected_sheets(args)
     out = []
     for step in (opts.base_step, opts.target_step):
         jobs = [("breakdown", (step, bool(opts.reference_compat)))]
+        if args.json or (args.xlsx and (sheets is None or sheets & {"operator", "memory"})):
+            jobs.append(("tree", ()))
         if args.json or args.steps or (args.xlsx and (sheets is None or "steps" in sheets)):
             jobs.append(("steps", ()))
         if args.xlsx and (sheets is None or "api" in sheets):
@@ -228,7 +221,9 @@ def run(args) -> int:
     from .presenters.json_encode import encode
 
     progress = Progress(not args.no_progress)
-    base, target = load_sides(base_spec, target_spec, progress, backends, _warm_up(args), _side_jobs(args, opts))
+    imports = _import_beside()
+    base, target = load_sides(base_spec, target_spec, progress, backends, None, _side_jobs(args, opts))
+    imports.join()
     cmp = service.make_comparison(base, target, opts, base_spec, target_spec)
     for _who, path, w in load_warnings(cmp):      # what a loader dropped or guessed: one line each
         print(f"warning: {path}: {' '.join(w.split())}", file=sys.stderr)
@@ -256,6 +251,24 @@ def run(args) -> int:
             print()
         print(steps_table(steps, wide=args.wide, color=sys.stdout.isatty()))
     return EXIT_OK
+
+
+def _import_beside() -> threading.Thread:
+    """Import the engines and presenters the answers need on a thread while the parser
+    processes work (~0.5 s of CPU otherwise spent after both sides are in).  Under the cache's
+    .npy header lock: CPython 3.11's AST constructor must not run on two threads at once (a
+    module compiled from source here, a column's header parsed there)."""
+    def run():
+        from .cache import _NPY_HEADER_LOCK
+        from .service.compare import warm_imports
+        with _NPY_HEADER_LOCK:
+            try:
+                warm_imports()
+            except Exception:  # noqa: BLE001 - the answer imports them again and reports it
+                pass
+    t = threading.Thread(target=run, name="tb-compare-imports", daemon=True)
+    t.start()
+    return t
 
 
 def _steps_beside(service, cmp, args):

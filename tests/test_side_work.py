@@ -58,3 +58,25 @@ def test_seeded_comparison_equals_the_plain_one(three):
                                "kernels": cmp.kernels().to_dict("records")}))
     assert answers[0] == answers[1]
     assert DERIVED.peek(plain, side_work.key("api", (None,))) is not None   # built there on demand
+
+
+def test_the_op_tree_crosses_as_mapped_files(three, tmp_path):
+    """A child's op tree goes back as .npy files (parsepool._spill / _unspill): the tree mapped
+    onto the parent's copy gives the same operator table as one built there."""
+    from tb_compare_plugin.engines.optree import tree_of
+    from tb_compare_plugin.service.parsepool import _spill, _unspill
+    child = load("trace-json", str(GPU))
+    parent, plain = load("trace-json", str(GPU)), load("trace-json", str(GPU))
+    spilled = pickle.loads(pickle.dumps(_spill(side_work.compute(child, (("tree", ()),)), str(tmp_path / "v"))))
+    values = _unspill(spilled, parent)
+    assert not list(tmp_path.iterdir())                      # the files are gone, the mappings stay
+    side_work.seed(parent, values)
+    got, want = tree_of(parent), tree_of(plain)
+    assert got is values["optree"] and got.profile is parent
+    for name in got._ARRAYS:
+        a, b = getattr(got, name), getattr(want, name)
+        assert a.dtype == b.dtype and (a == b).all(), name
+    assert got.dev.equals(want.dev) and list(got.dev.dtypes) == list(want.dev.dtypes)
+    from tb_compare_plugin.presenters.views import operator_table
+    tables = [encode(operator_table(Comparison(p, p))) for p in (parent, plain)]
+    assert tables[0] == tables[1]

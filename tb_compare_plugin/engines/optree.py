@@ -211,6 +211,29 @@ class OpTree:
         self.is_step = np.isin(self.name, step_ids)
         self._attach_device()
 
+    # ------------------------------------------------------------------ hand-over
+    _ARRAYS = ("parent", "depth", "size", "op_rows", "start", "end", "tid", "name", "node_of_op", "is_step",
+               "dev_lo", "dev_hi", "kernel_ns", "comm_ns", "compute_ns", "kernel_num")
+
+    def to_arrays(self) -> tuple[dict, dict]:
+        """(meta, arrays): everything the tree holds, as plain values and named arrays, for a
+        process that built it to hand it to another one holding the same profile
+        (:meth:`from_arrays`)."""
+        arrays = {name: getattr(self, name) for name in self._ARRAYS}
+        arrays.update({f"dev.{c}": self.dev[c].to_numpy() for c in self.dev.columns})
+        return {"device": self.device, "n": int(self.n), "dev_columns": list(self.dev.columns)}, arrays
+
+    @classmethod
+    def from_arrays(cls, profile, meta: dict, arrays: dict) -> "OpTree":
+        """The tree :meth:`to_arrays` described, on ``profile`` (the same profile's data)."""
+        tree = cls.__new__(cls)
+        tree._profile = weakref.ref(profile)
+        tree.device, tree.n = meta["device"], int(meta["n"])
+        for name in cls._ARRAYS:
+            setattr(tree, name, arrays[name])
+        tree.dev = pd.DataFrame({c: arrays[f"dev.{c}"] for c in meta["dev_columns"]})
+        return tree
+
     # ------------------------------------------------------------------ device events
     def _attach_device(self) -> None:
         prof = self.profile

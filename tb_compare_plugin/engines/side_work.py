@@ -35,10 +35,19 @@ def _breakdown(profile, step=None, reference_compat=False):
     return side_breakdown(profile, step, reference_compat)
 
 
-JOBS = {"steps": _steps, "api": _api, "kernels": _kernels, "breakdown": _breakdown}
+def _tree(profile):
+    """The op tree the operator, module and memory comparisons read, when they read the
+    profile itself (a scope view is built where it is used)."""
+    from .optree import tree_of
+    from .scope_tree import op_view
+    if op_view(profile) is profile:
+        tree_of(profile)
+
+
+JOBS = {"steps": _steps, "api": _api, "kernels": _kernels, "breakdown": _breakdown, "tree": _tree}
 # the derived-cache key each job's accessor stores its value under (tests/test_side_work.py
 # checks they agree with the accessors)
-_KEYS = {"steps": lambda: "side_steps",
+_KEYS = {"steps": lambda: "side_steps", "tree": lambda: "optree",
          "api": lambda step=None: f"api_stats:{step}",
          "kernels": lambda step=None: f"kernel_stats:{step}",
          "breakdown": lambda step=None, reference_compat=False: f"breakdown:{step}:{bool(reference_compat)}:{_top()}"}

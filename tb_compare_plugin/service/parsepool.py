@@ -227,9 +227,84 @@ def _child_parse(fmt: str, root: str, fingerprint, cache_root: str | None, progr
         where = "handoff"
     values = {}
     if side_jobs:
+        _give_back_free_memory()        # the parse's garbage (~230 MB on a 1 GB trace) before more work
         from ..engines import side_work
-        values = side_work.compute(prof, side_jobs)
+        values = _spill(side_work.compute(prof, side_jobs), handoff_root and progress_path + ".v")
     return (where, prof if where == "profile" else None, values)
+
+
+def _give_back_free_memory() -> None:
+    """Return the heap the parse freed to the system (glibc keeps it otherwise: the child's RSS
+    would carry it through the per-side work that follows)."""
+    import ctypes
+    import gc
+    gc.collect()
+    try:
+        ctypes.CDLL(None).malloc_trim(0)
+    except (OSError, AttributeError):      # not glibc
+        pass
+
+
+class _Spilled:
+    """A per-side value too big for the pipe (an op tree: ~240 MB on a 1 GB trace), left by the
+    child as .npy files in the scratch folder: its class, that class's ``to_arrays`` meta, the
+    folder.  The parent maps the files back (:func:`_unspill`), no copy on either side."""
+    __slots__ = ("module", "name", "meta", "folder", "arrays")
+
+    def __init__(self, module, name, meta, folder, arrays) -> None:
+        self.module, self.name, self.meta, self.folder, self.arrays = module, name, meta, folder, arrays
+
+    def __getstate__(self):
+        return (self.module, self.name, self.meta, self.folder, self.arrays)
+
+    def __setstate__(self, state) -> None:
+        self.module, self.name, self.meta, self.folder, self.arrays = state
+
+
+def _spill(values: dict, base: str | None) -> dict:
+    """In the child: each value with a ``to_arrays`` method written as .npy files under
+    ``base``.<i> (left out when there is no scratch folder or writing fails: the parent builds
+    it itself)."""
+    import numpy as np
+    out = {}
+    for i, (key, value) in enumerate(values.items()):
+        if not hasattr(value, "to_arrays"):
+            out[key] = value
+            continue
+        if not base:
+            continue
+        folder = f"{base}.{i}"
+        try:
+            meta, arrays = value.to_arrays()
+            os.mkdir(folder)
+            for name, arr in arrays.items():
+                np.save(os.path.join(folder, name + ".npy"), np.ascontiguousarray(arr), allow_pickle=False)
+        except (OSError, ValueError):
+            shutil.rmtree(folder, ignore_errors=True)
+            continue
+        out[key] = _Spilled(type(value).__module__, type(value).__qualname__, meta, folder, list(arrays))
+    return out
+
+
+def _unspill(values: dict, profile) -> dict:
+    """In the parent: the spilled values mapped back onto ``profile`` (``from_arrays``) and
+    their files deleted (the mappings keep the data); one that cannot be read is left out."""
+    import importlib
+    from ..cache import _load_npy
+    out = {}
+    for key, value in values.items():
+        if not isinstance(value, _Spilled):
+            out[key] = value
+            continue
+        try:
+            cls = getattr(importlib.import_module(value.module), value.name)
+            arrays = {n: _load_npy(os.path.join(value.folder, n + ".npy")) for n in value.arrays}
+            out[key] = cls.from_arrays(profile, value.meta, arrays)
+        except (OSError, ValueError, ImportError, AttributeError, KeyError) as e:
+            log.debug("per-side value %s not read back: %s", key, e)
+        finally:
+            shutil.rmtree(value.folder, ignore_errors=True)
+    return out
 
 
 def _scratch_dir() -> str:
@@ -350,7 +425,7 @@ class ParsePool:
         prof, values = self._parse(fmt, root, fingerprint, progress, retries, tuple(side_jobs))
         if values:
             from ..engines import side_work
-            side_work.seed(prof, values)
+            side_work.seed(prof, _unspill(values, prof))
         return prof
 
     def _parse(self, fmt: str, root: str, fingerprint, progress, retries: int, side_jobs: tuple):
