@@ -220,6 +220,12 @@ def test_module_view_pair_split_undo(browser, tb, export_dir):
     f.locator(f"{CONTENT} .paged").wait_for(timeout=60000)
     t.wait(lambda: any(r["name"] == "aten::npu_format_cast ↔ cudaDeviceSynchronize"
                        for r in (table_rows(t.frame, TABLE) or [])), 60)
+    # that row's timeline link opens the Timeline at the baseline's operator (the map goes along)
+    f.locator(f"{TABLE} tbody tr").filter(has=f.locator("td.name .label", has_text="aten::npu_format_cast ↔")) \
+        .locator("[data-role=timeline-link]").first.click()
+    name = f.locator(f"{CONTENT} [data-role=timeline-details] .tl-name")
+    t.wait(lambda: name.count() == 1 and name.inner_text() == "aten::npu_format_cast", 120)
+    assert hash_params(page).get(P + "v") == "timeline" and hash_params(page).get(P + "nm") == nm
     # Undo from the Module view: the map made by the edit is gone, the original matching back
     f.locator('button.tab[data-view="module"]').click()
     t.wait(lambda: (ATTN, "aten::npu_format_cast") in rows(), 60)

@@ -132,6 +132,8 @@ def test_timeline_on_samples(browser, tb):
     t.wait(lambda: tip.is_visible() and "Shapes:" in tip.inner_text())
     text = tip.inner_text()
     assert FC1 in text and "0.800 ms" in text and "Stream: stream" in text and "2048,1024;4096,1024;4096" in text, text
+    tb_ = tip.bounding_box()                      # inside the frame's viewport (above the pointer near its bottom)
+    assert tb_["y"] >= 0 and tb_["y"] + tb_["height"] <= t.page.viewport_size["height"] + 1, tb_
     shoot(t.page, ART / "timeline_samples_light.png", full=False, scroll_to=t.f.locator(CANVAS))
 
     # wheel zoom around the pointer: a narrower window around that point, refetched at the canvas width

@@ -126,6 +126,32 @@ def test_a_kernel_row_and_its_timeline_items(tb, base, target):
     assert none["id"] is None
 
 
+def test_operator_rows_and_their_timeline_items(tb):
+    """An Operator row <-> its timeline items: a per-instance row's call found by its name and input
+    shapes; an op the Operator view does not list (a child op) and a kernel link to the row of the
+    nearest enclosing op it lists."""
+    pairs = post(tb, "compare/operator_pairs", limit=40)["rows"]
+    listed = {r["name"] for r in post(tb, "compare/operator", limit=500)["rows"]}
+    both = [r for r in pairs if r["status"] == "both" and r["b_input_shape"] not in (None, "", "N/A")]
+    assert both
+    for r in both[:6]:
+        found = post(tb, "compare/timeline/find", side="baseline", kind="op", name=r["b_name"],
+                     shapes=r["b_input_shape"], step=2)
+        assert found["id"] and found["name"] == r["b_name"], (r, found)
+        assert found["shapes"].replace('"', "").replace(" ", "") == r["b_input_shape"].replace('"', "").replace(" ", "")
+        assert found["links"] == {"view": "operator", "key": r["b_name"]}
+    # the planted fc1 matmul on the target: its launching op (aclnnAddmm) is no Operator row, its
+    # enclosing aten::linear is; the kernel and that host op both link there
+    ans = post(tb, "compare/timeline", step=3, px=4000)
+    slow = next(it for ln in ans["target"]["lanes"] if ln["kind"] == "device" for it in ln["items"]
+                if it[2] == "matmul" and it[4] and abs(it[1] - 0.8) < 0.02)
+    code, det = get(tb, "compare/timeline/item", side="target", id=slow[4], step=3)
+    assert code == 200 and det["op_link"]["view"] == "operator" and det["op_link"]["key"] in listed, det
+    assert det["launch_op"]["name"] not in listed
+    code, op = get(tb, "compare/timeline/item", side="target", id=det["launch_op"]["id"], step=3)
+    assert code == 200 and op["links"] == det["op_link"], op
+
+
 @pytest.mark.parametrize("step", [1, 4])
 def test_range_of_a_step_equals_the_overview(tb, step):
     rng = post(tb, "compare/timeline/range", step=step)

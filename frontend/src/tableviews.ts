@@ -61,13 +61,25 @@ function operatorModes(ctx: ViewCtx): HTMLElement {
   return ctx.editor ? h("div", {class: "toolbar-group"}, modes, ctx.editor.toolbar()) : modes;
 }
 
+/** An Operator row's timeline link: the baseline's operator (a row a name map merged, "a ↔ b": a), the
+ * target's for a target-only row; a per-instance row's call by its input shapes too. */
+function operatorTimelineLink(ctx: ViewCtx, r: Row): HTMLElement | null {
+  const target = r.status === "target_only";
+  if (perInstance(ctx)) {
+    const name = String((target ? r.t_name : r.b_name) ?? r.name ?? "");
+    const shapes = target ? r.t_input_shape : r.b_input_shape;
+    return timelineLink(ctx, "operator", name, r.status, typeof shapes === "string" && shapes !== "N/A" ? shapes : "");
+  }
+  const parts = String(r.name ?? "").split(PAIR_SEP);
+  return timelineLink(ctx, "operator", target ? parts[parts.length - 1] : parts[0], r.status);
+}
+
 export const operatorView = tableView("operator", "Operator", {
   shows: ["operator", "operator_pairs"],
   route: (ctx) => (perInstance(ctx) ? "operator_pairs" : "operator"),
   title: (ctx) => (perInstance(ctx) ? "Operator comparison, per instance" : "Operator comparison"),
   extra: operatorModes,
-  rowAction: (ctx) => (r: Row) => both(ctx.editor?.rowAction(ctx, perInstance(ctx), r) ?? null,
-                                       timelineLink(ctx, "operator", String(r.name ?? ""), r.status)),
+  rowAction: (ctx) => (r: Row) => both(ctx.editor?.rowAction(ctx, perInstance(ctx), r) ?? null, operatorTimelineLink(ctx, r)),
   renderKey: (ctx) => ctx.query.sub,
 });
 

@@ -22,7 +22,7 @@ import {fmtNum, fmtSigned, isNum} from "./format";
 import type {ViewCtx, ViewDef} from "./registry";
 import {CLASS_LABELS, classColor, classLabel, type Drawn, type Highlight, type Item, LABEL_W, type Side,
         TimelineCanvas, type TimelineAnswer} from "./timelinecanvas";
-import {currentNameMap, failure, pairParams, progressBox} from "./views";
+import {currentNameMap, failure, progressBox} from "./views";
 
 const FETCH_DELAY_MS = 100;
 const MIN_SPAN_MS = 1e-4;
@@ -48,6 +48,8 @@ interface ItemAnswer {
   counterpart?: {side: Side; id: string; exact?: boolean; start_ms?: number; dur_ms?: number; name?: string} | null;
   /** The table row it opens: `key` is what that view's search finds the row by (a Kernel row: its kernel and shapes). */
   links?: {view: string; key: string; kernel?: string; shapes?: string} | null;
+  /** A kernel's row in the Operator view: its launching op's, or the nearest enclosing op's the view lists. */
+  op_link?: {view: string; key: string} | null;
 }
 
 type RangeAnswer = Record<string, unknown> & {
@@ -304,9 +306,12 @@ async function render(host: HTMLElement, ctx: ViewCtx): Promise<void> {
       ? h("button", {class: "btn small", type: "button", "data-role": "timeline-open-row", "data-view": view, "data-name": a.links!.key,
                      onClick: () => ctx.onView(view, undefined, {q: a.links!.key})}, `Open in the ${viewName} view`)
       : view ? h("span", {class: "muted"}, `(the ${viewName} view is not available for this pair)`) : null;
-    // a kernel's launching operator: its row in the Operator view (the Kernel view may not apply to the pair)
-    const opLink = h("span", {class: "tl-oplink"});
-    if (a.launch_op?.name && ctx.available.has("operator")) void operatorRow(a, opLink);
+    // a kernel's operator (its launching op, or the enclosing op the Operator view lists): its row there
+    const opName = a.op_link?.key;
+    const opLink = opName && ctx.available.has("operator")
+      ? h("button", {class: "btn small", type: "button", "data-role": "timeline-open-op", "data-view": "operator", "data-name": opName,
+                     onClick: () => ctx.onView("operator", undefined, {q: opName})}, `Its operator ${opName} in the Operator view`)
+      : null;
     const cpBox = cp
       ? h("div", {class: "tl-cp", "data-role": "timeline-counterpart", "data-side": cp.side, "data-id": cp.id},
           h("b", null, `Matched on the ${other}: `), cp.name ?? cp.id,
@@ -326,39 +331,6 @@ async function render(host: HTMLElement, ctx: ViewCtx): Promise<void> {
       h("h3", {class: "tl-name"}, a.name),
       h("dl", {class: "tl-dl"}, ...rows.filter(([, v]) => v !== null && v !== "").flatMap(([k, v]) => [h("dt", null, k), h("dd", null, v)])),
       cpBox, h("div", {class: "tl-actions"}, link, opLink));
-  }
-
-  /**
-   * The Operator view's row for a kernel: the Operator view lists the operators the matching
-   * pairs (often the launching op's ancestors: aten::addmm above aclnnAddmm), so the launching op
-   * and then its drawn enclosing ops, nearest first, are looked up until one has a row.
-   */
-  async function operatorRow(a: ItemAnswer, slot: HTMLElement): Promise<void> {
-    const launch = a.launch_op!;
-    const names = [launch.name];
-    const me = tc.drawn.find((d) => d.side === a.side && d.item[4] === launch.id);
-    if (me) {
-      const depth = me.item[5]?.depth ?? 0, s = me.item[0], e = me.item[0] + me.item[1];
-      const up = tc.drawn.filter((d) => d.side === a.side && d.lane === me.lane && d.item[4] && (d.item[5]?.depth ?? 0) < depth &&
-                                        d.item[0] <= s + 1e-9 && d.item[0] + d.item[1] >= e - 1e-9)
-        .sort((p, q) => (q.item[5]?.depth ?? 0) - (p.item[5]?.depth ?? 0));
-      for (const d of up) if (!names.includes(d.item[3]) && !/^ProfilerStep#/.test(d.item[3])) names.push(d.item[3]);
-    }
-    for (const name of names.slice(0, 6)) {
-      try {
-        const page = await getReady<{total?: number}>(url("compare/operator", {...pairParams(ctx.base, ctx.target, ctx.compat, ctx.perStep),
-                                                                              q: name, limit: 1}), alive);
-        if (!alive() || !slot.isConnected) return;
-        if ((page.total ?? 0) > 0) {
-          replace(slot, h("button", {class: "btn small", type: "button", "data-role": "timeline-open-op", "data-view": "operator",
-                                     "data-name": name, onClick: () => ctx.onView("operator", undefined, {q: name})},
-                          `Its operator ${name} in the Operator view`));
-          return;
-        }
-      } catch {
-        return;
-      }
-    }
   }
 
   // -- ranges --------------------------------------------------------------------------------
@@ -471,7 +443,11 @@ async function render(host: HTMLElement, ctx: ViewCtx): Promise<void> {
         const id = it[4];
         window.setTimeout(() => {
           if (tipFor !== key || tip.hidden) return;
-          void item(d.side, id).then((a) => { if (tipFor === key && !tip.hidden && a.shapes) tip.append(h("div", null, `Shapes: ${a.shapes}`)); })
+          void item(d.side, id).then((a) => {
+            if (tipFor !== key || tip.hidden || !a.shapes) return;
+            tip.append(h("div", null, `Shapes: ${a.shapes}`));
+            placeTip(x, y);
+          })
             .catch(() => undefined);
         }, 200);
       }
@@ -479,9 +455,20 @@ async function render(host: HTMLElement, ctx: ViewCtx): Promise<void> {
     tipFor = key;
     tip.replaceChildren(...lines.map((l) => (typeof l === "string" ? h("div", null, l) : l)));
     tip.hidden = false;
-    const bw = box.clientWidth, tw = tip.offsetWidth;
+    placeTip(x, y);
+  }
+
+  function placeTip(x: number, y: number): void {
+    const bw = box.clientWidth, tw = tip.offsetWidth, th = tip.offsetHeight;
     tip.style.left = `${Math.max(0, Math.min(bw - tw - 4, x + 12))}px`;
-    tip.style.top = `${y + 14 - box.scrollTop}px`;
+    // below the pointer, or above it when the frame's viewport (or the lanes' box) ends first
+    const below = y + 14 - box.scrollTop;
+    tip.style.top = `${below}px`;
+    const tr = tip.getBoundingClientRect(), br = box.getBoundingClientRect();
+    const k = th ? tr.height / th : 1;                                   // a scaled frame (VSCode: 0.8)
+    if (tr.bottom > Math.min(window.innerHeight, br.bottom) && tr.top - (28 + th) * k >= Math.max(0, br.top)) {
+      tip.style.top = `${below - 28 - th}px`;
+    }
   }
 
   // -- the toolbar ------------------------------------------------------------------------------

@@ -196,8 +196,35 @@ def counterpart(matched, side: str, ident: str, base, target) -> dict | None:
 
 
 def _same_shapes(a: str, b: str) -> bool:
-    norm = lambda x: "".join(ch for ch in x if ch not in '" \t\n')  # noqa: E731
+    norm = lambda x: "".join(ch for ch in x if ch not in '" \t\r\n')  # noqa: E731
     return norm(a) == norm(b)
+
+
+def operator_link(matched, side: str, ident: str, base, target) -> dict | None:
+    """The Operator view's row of a host op or kernel: ``{"view": "operator", "key": name}`` of the
+    op itself or, when the matching did not list it (it lists top-layer ops), of its nearest
+    ancestor it lists (a kernel: through its launching op).  None when no listed op encloses it
+    (or the matching ran on a side's scope view)."""
+    kind, row = ident[0], int(ident[1:])
+    if kind not in "ko":
+        return None
+    tree = matched.base if side == "baseline" else matched.target
+    if tree.profile is not (base if side == "baseline" else target):
+        return None
+    prof = tree.profile
+    if kind == "k":
+        if not 0 <= row < len(prof.kernels):
+            return None
+        row = int(prof.kernels["launch_op"].iat[row])
+    if not 0 <= row < len(tree.node_of_op):
+        return None
+    node = int(tree.node_of_op[row])
+    nodes = np.asarray(matched.b_nodes if side == "baseline" else matched.t_nodes)
+    listed = np.zeros(tree.n, bool)
+    listed[nodes[nodes >= 0]] = True
+    while node >= 0 and not listed[node]:
+        node = int(tree.parent[node])
+    return {"view": "operator", "key": _name(tree, node)} if node >= 0 else None
 
 
 def find_item(profile, kind: str, name: str, lo: int, hi: int, nth: int = 0, shapes: str | None = None) -> str | None:

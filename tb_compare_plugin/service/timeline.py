@@ -212,6 +212,12 @@ def item_answer(cmp, side: str, ident: str, step: int | None = None, align: str 
     ob, ot, _ = origins(cmp, lb, lt, st, align)
     origin, oorigin = (ob, ot) if side == "baseline" else (ot, ob)
     body["start_ms"] = round((body.pop("start_ns") - origin) / 1e6, 6)
+    from ..engines.timeline_item import operator_link
+    op_row = operator_link(cmp.matched(), side, ident, cmp.base, cmp.target)   # the Operator view's row
+    if body.get("kind") == "op":
+        body["links"] = op_row
+    elif body.get("kind") == "kernel":
+        body["op_link"] = op_row
     cp = counterpart(cmp, side, ident)
     if cp is not None:
         row = item_row(other, cp["id"])
