@@ -5,8 +5,6 @@ import numpy as np
 from .kineto_scan_codes import (BAD_JSON, ESC_KEY, K_FLOAT, K_HARD, K_INT, K_NULL, K_OTHER, K_STR, MISMATCH, N_DUR,
                                 N_RAW0, N_TS, NO_NS, OK, TOO_DEEP, TOO_MANY)
 
-_FNV0 = np.uint64(0xcbf29ce484222325)
-_FNVP = np.uint64(0x100000001b3)
 _POW10 = np.array([10.0 ** k for k in range(23)])
 _IPOW10 = np.array([10 ** k for k in range(19)], np.int64)
 
@@ -59,7 +57,7 @@ def _string(b, i, n):
     return -1, esc
 
 
-@jit
+@inline
 def _number(b, i, n):
     """JSON number at i: (end, kind, int value, ns (ts/dur; -1 when not exact), double)."""
     neg = False
@@ -200,217 +198,313 @@ def _skip(b, i, n, stack):
             return -1
 
 
+# byte classes: JSON whitespace; the bytes that stop a string body (quote, backslash, control)
+_WS = np.zeros(256, np.uint8)
+for _c in b" \t\r\n":
+    _WS[_c] = 1
+_STOP = np.zeros(256, np.uint8)
+_STOP[:32] = 1
+_STOP[34] = 1
+_STOP[92] = 1
+_H0 = -3750763034362895579                             # FNV offset basis as int64
+_HP = 0x100000001b3
+_M1 = -49064778989728563                               # 0xff51afd7ed558ccd as int64
+_G0 = 0x2545F4914F6CDD1D                               # the second hash: other seed, multiplier, mix
+_GP = -7046029254386353131                             # 0x9e3779b97f4a7c15 as int64
+_M2 = -4658895280553007687                             # 0xbf58476d1ce4e5b9 as int64
+
+
 @jit
-def _hash(b, s, e):
-    h = _FNV0
-    for j in range(s, e):
-        h = (h ^ np.uint64(b[j])) * _FNVP
-    return h | np.uint64(3)                            # 0..2 are left for absent / null
-
-
-@inline
-def _find_key(b, s, e, kb, koff, kslot, klut):
-    L = e - s
-    if L == 0:
+def _escape(b, j, n):
+    """b[j] is a backslash inside a string: the index after the escape, -1 when it is not valid."""
+    if j + 1 >= n:
         return -1
-    k = klut[(((L & 31) << 7) ^ b[s] ^ (b[e - 1] << 4)) & 4095]
-    if k < 0 or koff[k + 1] - koff[k] != L:
-        return -1
-    o = koff[k]
-    for j in range(L):
-        if b[s + j] != kb[o + j]:
+    d = b[j + 1]
+    if d == 117:                                        # \uXXXX
+        if j + 5 >= n:
             return -1
-    return kslot[k]
+        for q in range(j + 2, j + 6):
+            h = b[q]
+            if not ((48 <= h <= 57) or (65 <= h <= 70) or (97 <= h <= 102)):
+                return -1
+        return j + 6
+    if d == 34 or d == 92 or d == 47 or d == 98 or d == 102 or d == 110 or d == 114 or d == 116:
+        return j + 2
+    return -1
 
 
-@inline
-def _field(b, i, n, ev, slot, kn, iv, fv, ks, ss, se, sh, stack):
-    """One known field's value at b[i] into row ev: (index after it, status)."""
+@jit
+def _literal(b, i, n):
+    """true / false / null at b[i]: the index after it, -1 when it is none of them."""
     c = b[i]
-    if slot >= 1000:                                    # text / raw JSON
-        f = slot - 1000
-        j = _skip(b, i, n, stack)
-        if j < 0:
-            return -1, (BAD_JSON if j == -1 else TOO_DEEP)
-        if f >= N_RAW0:
-            ks[f, ev] = K_STR
-            ss[f, ev] = i
-            se[f, ev] = j
-            sh[f, ev] = _hash(b, i, j)
-        elif c == 34:
-            ks[f, ev] = K_STR
-            ss[f, ev] = i + 1
-            se[f, ev] = j - 1
-            sh[f, ev] = _hash(b, i + 1, j - 1)
-        elif c == 110:
-            ks[f, ev] = K_NULL
-            sh[f, ev] = np.uint64(1)
-        else:
-            return -1, MISMATCH
-        return j, OK
-    if c == 45 or 48 <= c <= 57:                        # number (or string / null)
-        j, kind, v, ns, d = _number(b, i, n)
-        if j < 0:
-            return -1, BAD_JSON
-        kn[slot, ev] = kind
-        if slot == N_TS or slot == N_DUR:
-            iv[slot, ev] = ns
-        else:
-            iv[slot, ev] = v
-        fv[slot, ev] = d
-        return j, OK
-    j = _skip(b, i, n, stack)
-    if j < 0:
-        return -1, (BAD_JSON if j == -1 else TOO_DEEP)
-    if c == 34:
-        kn[slot, ev] = K_STR
-    elif c == 110:
-        kn[slot, ev] = K_NULL
-    else:
-        return -1, MISMATCH
-    return j, OK
+    if c == 116 and i + 4 <= n and b[i + 1] == 114 and b[i + 2] == 117 and b[i + 3] == 101:
+        return i + 4
+    if c == 102 and i + 5 <= n and b[i + 1] == 97 and b[i + 2] == 108 and b[i + 3] == 115 and b[i + 4] == 101:
+        return i + 5
+    if c == 110 and i + 4 <= n and b[i + 1] == 117 and b[i + 2] == 108 and b[i + 3] == 108:
+        return i + 4
+    return -1
 
 
 @jit
-def _key(b, i, n):
-    """A key at b[i]: (key start, key end, index of its value, status)."""
-    if i >= n or b[i] != 34:
-        return 0, 0, -1, BAD_JSON
-    s = i + 1
-    j, esc = _string(b, i, n)
-    if j < 0:
-        return 0, 0, -1, BAD_JSON
-    if esc:
-        return 0, 0, -1, ESC_KEY
-    k = _ws(b, j, n)
-    if k >= n or b[k] != 58:
-        return 0, 0, -1, BAD_JSON
-    k = _ws(b, k + 1, n)
-    if k >= n:
-        return 0, 0, -1, BAD_JSON
-    return s, j - 1, k, OK
+def scan(b, kn, iv, fv, ks, ss, se, sh, sg, kb, koff, kslot, klut, akb, akoff, akslot, aklut):
+    """Walk ``[ev, ev, ...]`` once, filling row ``ev`` of the (event, field) tables: (status, events).
 
-
-@jit
-def _after(b, i, n):
-    """After a member: (index of the next key, 0) on ',', (index after '}', 1) on '}', (-1, -1) else."""
-    i = _ws(b, i, n)
-    if i >= n:
-        return -1, -1
-    if b[i] == 44:
-        return _ws(b, i + 1, n), 0
-    if b[i] == 125:
-        return i + 1, 1
-    return -1, -1
-
-
-@inline
-def _args(b, i, n, ev, kn, iv, fv, ks, ss, se, sh, akb, akoff, akslot, aklut, stack):
-    i = _ws(b, i + 1, n)
-    if i < n and b[i] == 125:
-        return i + 1, OK
-    while True:
-        s, e, i, st = _key(b, i, n)
-        if st != OK:
-            return -1, st
-        slot = _find_key(b, s, e, akb, akoff, akslot, aklut)
-        if slot >= 0:
-            i, st = _field(b, i, n, ev, slot, kn, iv, fv, ks, ss, se, sh, stack)
-            if st != OK:
-                return -1, st
-        else:
-            i = _skip(b, i, n, stack)
-            if i < 0:
-                return -1, (BAD_JSON if i == -1 else TOO_DEEP)
-        i, end = _after(b, i, n)
-        if end < 0:
-            return -1, BAD_JSON
-        if end == 1:
-            return i, OK
-
-
-@inline
-def _object(b, i, n, ev, kn, iv, fv, ks, ss, se, sh, kb, koff, kslot, klut, akb, akoff, akslot, aklut, stack):
-    """Fields of the event at b[i] == '{' into row ev: (index after it, status)."""
-    i = _ws(b, i + 1, n)
-    if i < n and b[i] == 125:
-        return i + 1, OK
-    while True:
-        s, e, i, st = _key(b, i, n)
-        if st != OK:
-            return -1, st
-        slot = _find_key(b, s, e, kb, koff, kslot, klut)
-        if slot == 9999:
-            if b[i] != 123:
-                j = _skip(b, i, n, stack)
-                return -1, (MISMATCH if j >= 0 else (BAD_JSON if j == -1 else TOO_DEEP))
-            i, st = _args(b, i, n, ev, kn, iv, fv, ks, ss, se, sh, akb, akoff, akslot, aklut, stack)
-            if st != OK:
-                return -1, st
-        elif slot >= 0:
-            i, st = _field(b, i, n, ev, slot, kn, iv, fv, ks, ss, se, sh, stack)
-            if st != OK:
-                return -1, st
-        else:
-            i = _skip(b, i, n, stack)
-            if i < 0:
-                return -1, (BAD_JSON if i == -1 else TOO_DEEP)
-        i, end = _after(b, i, n)
-        if end < 0:
-            return -1, BAD_JSON
-        if end == 1:
-            return i, OK
-
-
-@jit
-def scan(b, kn, iv, fv, ks, ss, se, sh, kb, koff, kslot, klut, akb, akoff, akslot, aklut):
+    One flat loop (no helper call on the common paths: a call passing the byte array costs two
+    reference count updates).  Text and raw values get a 64-bit hash of their bytes, 8 bytes folded
+    at a time."""
     n = len(b)
-    cap = kn.shape[1]
+    cap = kn.shape[0]
     stack = np.zeros(64, np.uint8)
-    i = _ws(b, 0, n)
+    i = 0
+    while i < n and _WS[b[i]]:
+        i += 1
     if i >= n or b[i] != 91:
         return BAD_JSON, 0
-    i = _ws(b, i + 1, n)
-    ev = 0
+    i += 1
+    while i < n and _WS[b[i]]:
+        i += 1
     if i < n and b[i] == 93:
-        i = _ws(b, i + 1, n)
+        i += 1
+        while i < n and _WS[b[i]]:
+            i += 1
         return (OK if i == n else BAD_JSON), 0
-    while True:
+    ev = 0
+    while True:                                         # one event per turn
         if i >= n:
             return BAD_JSON, ev
         if b[i] != 123:
             return MISMATCH, ev
         if ev >= cap:
             return TOO_MANY, ev
-        i, st = _object(b, i, n, ev, kn, iv, fv, ks, ss, se, sh, kb, koff, kslot, klut, akb, akoff, akslot, aklut, stack)
-        if st != OK:
-            return st, ev
+        i += 1
+        while i < n and _WS[b[i]]:
+            i += 1
+        if i >= n:
+            return BAD_JSON, ev
+        inargs = False
+        closed = b[i] == 125
+        if closed:
+            i += 1
+        while not closed:                               # one member per turn
+            # -- the key
+            if b[i] != 34:
+                return BAD_JSON, ev
+            s = i + 1
+            j = s
+            while j < n and _STOP[b[j]] == 0:
+                j += 1
+            if j >= n:
+                return BAD_JSON, ev
+            if b[j] != 34:
+                return (ESC_KEY if b[j] == 92 else BAD_JSON), ev
+            e = j
+            i = j + 1
+            while i < n and _WS[b[i]]:
+                i += 1
+            if i >= n or b[i] != 58:
+                return BAD_JSON, ev
+            i += 1
+            while i < n and _WS[b[i]]:
+                i += 1
+            if i >= n:
+                return BAD_JSON, ev
+            slot = -1
+            L = e - s
+            if L > 0:
+                code = (((L & 31) << 7) ^ b[s] ^ (b[e - 1] << 4)) & 4095
+                if inargs:
+                    k = aklut[code]
+                    if k >= 0 and akoff[k + 1] - akoff[k] == L:
+                        o = akoff[k] - s
+                        slot = akslot[k]
+                        for q in range(s, e):
+                            if b[q] != akb[o + q]:
+                                slot = -1
+                                break
+                else:
+                    k = klut[code]
+                    if k >= 0 and koff[k + 1] - koff[k] == L:
+                        o = koff[k] - s
+                        slot = kslot[k]
+                        for q in range(s, e):
+                            if b[q] != kb[o + q]:
+                                slot = -1
+                                break
+            # -- the value
+            c = b[i]
+            f = slot - 1000                             # >= 0: a text / raw field
+            vs = i                                      # the value's span, for text and raw fields
+            if slot == 9999:
+                if c != 123:
+                    return MISMATCH, ev
+                i += 1
+                while i < n and _WS[b[i]]:
+                    i += 1
+                if i >= n:
+                    return BAD_JSON, ev
+                if b[i] != 125:
+                    inargs = True
+                    continue                            # the args' first key
+                i += 1                                  # empty args
+            elif c == 34:                               # a string
+                j = i + 1
+                while True:
+                    while j < n and _STOP[b[j]] == 0:
+                        j += 1
+                    if j >= n:
+                        return BAD_JSON, ev
+                    if b[j] == 34:
+                        break
+                    if b[j] != 92:
+                        return BAD_JSON, ev
+                    j = _escape(b, j, n)
+                    if j < 0:
+                        return BAD_JSON, ev
+                i = j + 1
+                if f >= 0:
+                    ks[ev, f] = K_STR
+                    if f < N_RAW0:                      # text: the span between the quotes
+                        vs += 1
+                        j = i - 1
+                    else:
+                        j = i
+                    ss[ev, f] = vs
+                    se[ev, f] = j
+                    h = _H0 ^ (j - vs)
+                    g = _G0 ^ (j - vs)
+                    w = 0
+                    m = 0
+                    for q in range(vs, j):
+                        w = (w << 8) | b[q]
+                        m += 1
+                        if m == 8:
+                            h = (h ^ w) * _HP
+                            g = (g ^ w) * _GP
+                            w = 0
+                            m = 0
+                    h = (h ^ w) * _HP
+                    g = (g ^ w) * _GP
+                    h ^= (h >> 29) & 0x7ffffffff
+                    h *= _M1
+                    h ^= (h >> 32) & 0xffffffff
+                    g ^= (g >> 31) & 0x1ffffffff
+                    g *= _M2
+                    g ^= (g >> 27) & 0x1fffffffff
+                    sh[ev, f] = h | 3                   # 0..2 are left for absent / null
+                    sg[ev, f] = g
+                elif slot >= 0:                         # a number field holding text: its span
+                    kn[ev, slot] = K_STR
+                    iv[ev, slot] = ((vs + 1) << 32) | (i - 1)
+            elif c == 45 or 48 <= c <= 57:              # a number
+                j, kind, v, ns, d = _number(b, i, n)
+                if j < 0:
+                    return BAD_JSON, ev
+                i = j
+                if f >= 0:
+                    if f < N_RAW0:
+                        return MISMATCH, ev
+                    ks[ev, f] = K_STR
+                    ss[ev, f] = vs
+                    se[ev, f] = j
+                    sh[ev, f], sg[ev, f] = _hash(b, vs, j)
+                elif slot >= 0:
+                    kn[ev, slot] = kind
+                    if slot == N_TS or slot == N_DUR:
+                        iv[ev, slot] = ns
+                    else:
+                        iv[ev, slot] = v
+                    fv[ev, slot] = d
+            elif c == 123 or c == 91:                   # an object or array
+                j = _skip(b, i, n, stack)
+                if j < 0:
+                    return (BAD_JSON if j == -1 else TOO_DEEP), ev
+                i = j
+                if f >= N_RAW0:
+                    ks[ev, f] = K_STR
+                    ss[ev, f] = vs
+                    se[ev, f] = j
+                    sh[ev, f], sg[ev, f] = _hash(b, vs, j)
+                elif slot >= 0:
+                    return MISMATCH, ev
+            else:                                       # true / false / null
+                j = _literal(b, i, n)
+                if j < 0:
+                    return BAD_JSON, ev
+                i = j
+                if f >= N_RAW0:
+                    ks[ev, f] = K_STR
+                    ss[ev, f] = vs
+                    se[ev, f] = j
+                    sh[ev, f], sg[ev, f] = _hash(b, vs, j)
+                elif slot >= 0:
+                    if c != 110:
+                        return MISMATCH, ev
+                    if f >= 0:
+                        ks[ev, f] = K_NULL
+                        sh[ev, f] = 1
+                    else:
+                        kn[ev, slot] = K_NULL
+            # -- after the value: ',' and the next key, or '}' (of the args, then of the event)
+            while True:
+                while i < n and _WS[b[i]]:
+                    i += 1
+                if i >= n:
+                    return BAD_JSON, ev
+                if b[i] == 44:
+                    i += 1
+                    while i < n and _WS[b[i]]:
+                        i += 1
+                    if i >= n:
+                        return BAD_JSON, ev
+                    break
+                if b[i] != 125:
+                    return BAD_JSON, ev
+                i += 1
+                if inargs:
+                    inargs = False
+                    continue
+                closed = True
+                break
         ev += 1
-        i = _ws(b, i, n)
+        while i < n and _WS[b[i]]:
+            i += 1
         if i >= n:
             return BAD_JSON, ev
         if b[i] == 44:
-            i = _ws(b, i + 1, n)
+            i += 1
+            while i < n and _WS[b[i]]:
+                i += 1
             continue
         if b[i] == 93:
-            i = _ws(b, i + 1, n)
+            i += 1
+            while i < n and _WS[b[i]]:
+                i += 1
             return (OK if i == n else BAD_JSON), ev
         return BAD_JSON, ev
 
 
 @jit
-def same_spans(b, kind, s, e, rows, reps):
-    """True when every row's span holds the same bytes as its representative's (rows of the same
-    hash; absent and null values have no span)."""
-    for k in range(len(rows)):
-        r, q = rows[k], reps[k]
-        if r == q or kind[r] != K_STR:
-            continue
-        L = e[r] - s[r]
-        if e[q] - s[q] != L:
-            return False
-        a, c = s[r], s[q]
-        for j in range(L):
-            if b[a + j] != b[c + j]:
-                return False
-    return True
+def _hash(b, s, e):
+    """The same two hashes as the inline ones in :func:`scan` (for raw JSON values)."""
+    h = _H0 ^ (e - s)
+    g = _G0 ^ (e - s)
+    w = 0
+    m = 0
+    for q in range(s, e):
+        w = (w << 8) | b[q]
+        m += 1
+        if m == 8:
+            h = (h ^ w) * _HP
+            g = (g ^ w) * _GP
+            w = 0
+            m = 0
+    h = (h ^ w) * _HP
+    g = (g ^ w) * _GP
+    h ^= (h >> 29) & 0x7ffffffff
+    h *= _M1
+    h ^= (h >> 32) & 0xffffffff
+    g ^= (g >> 31) & 0x1ffffffff
+    g *= _M2
+    g ^= (g >> 27) & 0x1fffffffff
+    return h | 3, g

@@ -12,6 +12,8 @@ decisions are taken before anything is interned or stored.
 """
 from __future__ import annotations
 
+import re
+
 import msgspec
 import numpy as np
 
@@ -21,6 +23,8 @@ from .kineto_scan import K_ABSENT, K_FLOAT, K_INT, K_NULL, K_STR, NO_NS, NUM, SP
 from .kineto_values import (C_FLOW, C_FWDBWD, C_KERNEL, C_MEM, C_MEMCPY, C_MEMSET, C_OP, C_OTHER, C_PYF,
                             C_RUNTIME, CAT_CLASS, DTYPE_SIZE, collective_type)
 
+_TRAILING_DIGITS = re.compile(r"(\d+)$")         # as kineto_values.id_norm reads a text id
+_NAMED_NUMBER = re.compile(r"[A-Za-z ]*\d+")
 _DIMS = ("grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z")
 _CLASS_LABEL = {C_KERNEL: "GPU kernel/memcpy/memset", C_OP: "CPU op/runtime", C_PYF: "python_function"}
 
@@ -30,18 +34,52 @@ class Refuse(Exception):
 
 
 class _Chunk:
-    def __init__(self, buf, n, kn, iv, fv, kS, ss, se, sh) -> None:
+    def __init__(self, buf, n, kn, iv, fv, kS, ss, se, sh, sg) -> None:
         self.buf, self.n = buf, n
-        self.kn, self.iv, self.fv = kn[:, :n], iv[:, :n], fv[:, :n]
-        self.kS, self.ss, self.se, self.sh = kS[:, :n], ss[:, :n], se[:, :n], sh[:, :n]
+        self.kn, self.iv, self.fv = kn[:n].T, iv[:n].T, fv[:n].T
+        self.kS, self.ss, self.se, self.sh, self.sg = kS[:n].T, ss[:n].T, se[:n].T, sh[:n].T, sg[:n].T
 
     # -- numbers ---------------------------------------------------------------------------
     def ints(self, key: str, rows: np.ndarray, default: int) -> np.ndarray:
+        """Integers (``default`` where absent, -1 where null, as the general decoder reads them);
+        pid / tid may also be text ("stream 7"), read as ``kineto_values.id_norm`` does."""
         f = NUM[key]
         k = self.kn[f, rows]
-        if ((k != K_INT) & (k != K_ABSENT)).any():
-            raise Refuse(f"{key!r} values that are not plain integers")
-        return np.where(k == K_INT, self.iv[f, rows], default)
+        v = np.where(k == K_INT, self.iv[f, rows], default)
+        bad = (k != K_INT) & (k != K_ABSENT)
+        if bad.any():
+            v[k == K_NULL] = -1
+            bad &= k != K_NULL
+            if bad.any():
+                text = k == K_STR
+                if key not in ("pid", "tid") or (bad & ~text).any():
+                    raise Refuse(f"{key!r} values that are not plain integers")
+                v[text] = self._text_ids(key, self.iv[f, rows[text]])
+        return v
+
+    def _text_ids(self, key: str, spans: np.ndarray) -> np.ndarray:
+        """pid / tid text values (their spans packed as start << 32 | end) -> ids.  The general
+        decoder reads a group's ids with ``np.fromiter`` when every value takes it, else each with
+        ``id_norm``; text ``id_norm`` would number by first sight ("Spans") is refused here."""
+        start, end = spans >> 32, spans & 0xFFFFFFFF
+        size = end - start
+        width = max(1, int(size.max()))
+        if width > 64:
+            raise Refuse(f"{key!r} text values longer than 64 bytes")
+        mat = self.buf[np.minimum(start[:, None] + np.arange(width), len(self.buf) - 1)]
+        mat[np.arange(width) >= size[:, None]] = 0
+        if (mat == 0x5C).any():
+            raise Refuse(f"escaped {key!r} text values")
+        u, inv = np.unique(np.ascontiguousarray(mat).view(f"S{width}").ravel(), return_inverse=True)
+        try:
+            texts = [t.decode("utf-8") for t in u.tolist()]
+        except UnicodeDecodeError:
+            raise Refuse(f"{key!r} text values that are not valid UTF-8") from None
+        try:
+            ids = np.fromiter(texts, np.int64, len(texts))
+        except (ValueError, OverflowError):
+            ids = np.array([_text_id(key, t) for t in texts], np.int64)
+        return ids[inv.reshape(-1)]
 
     def floats(self, key: str, rows: np.ndarray) -> np.ndarray:
         f = NUM[key]
@@ -82,9 +120,12 @@ class _Chunk:
         reps = rows[first[order]]
         codes = rank[inv.reshape(-1)]
         if len(u) < len(rows):
+            # rows of equal hash must have equal second hashes (an independent 64-bit hash of the
+            # same bytes): 128 bits in all, so a collision between different strings is never met
             for key in keys:
                 f = SPAN[key]
-                if not ks.same_spans(self.buf, self.kS[f], self.ss[f], self.se[f], rows, reps[codes]):
+                g = self.sg[f, rows]
+                if ((g != g[first][inv.reshape(-1)]) & (self.kS[f, rows] == K_STR)).any():
                     raise Refuse("a hash collision between two different strings")
         return reps, codes
 
@@ -110,6 +151,15 @@ class _Chunk:
     def texts(self, key: str, rows: np.ndarray):
         reps, codes = self.uniq((key,), rows)
         return [self.text(key, r) for r in reps.tolist()], codes
+
+
+def _text_id(key: str, text: str) -> int:
+    """``id_norm`` of a text id that names a number ("stream 7" -> 7); Refuse for the others."""
+    s = text.strip()
+    m = _TRAILING_DIGITS.search(s)
+    if m and (s.isdigit() or _NAMED_NUMBER.fullmatch(s)) and int(m.group(1)) < 2 ** 63:
+        return int(m.group(1))
+    raise Refuse(f"{key!r} text values that are not numbers")
 
 
 def _interned(intern, values: list, codes: np.ndarray) -> np.ndarray:

@@ -435,7 +435,10 @@ class _Collector:
 # ----------------------------------------------------------------------------- whole profile
 
 
-def load(path: str, progress=None, chunk_bytes: int = jsonstream.DEFAULT_CHUNK, fast: bool | None = None) -> Profile:
+FAST_CHUNK = 16 << 20       # the scanner's chunks: its per-chunk numpy work is amortised over ~50k events
+
+
+def load(path: str, progress=None, chunk_bytes: int | None = None, fast: bool | None = None) -> Profile:
     """Parse a Kineto trace (plain or gzip JSON) into a Profile.  Raises LoadError on bad input.
 
     ``fast``: use the byte scanner (:mod:`.kineto_fast`) for the chunks it accepts (default:
@@ -443,6 +446,8 @@ def load(path: str, progress=None, chunk_bytes: int = jsonstream.DEFAULT_CHUNK, 
     refuses are parsed by the general decoder, and the log says so (the profile is the same)."""
     path = str(path)
     col = _Collector(path, fast)
+    if chunk_bytes is None:
+        chunk_bytes = FAST_CHUNK if col.fast else jsonstream.DEFAULT_CHUNK
     res = jsonstream.StreamResult()
     last = [-1.0]
 

@@ -3,8 +3,9 @@
 Owns the compiled part of the fast Kineto path (:mod:`.kineto_fast` turns its output into the
 loader's column pieces).  For every event of a chunk it records, per known field, the value's kind
 (absent, null, int, float, string, other), its number (ints; floats as exact ns for ``ts``/``dur``
-and as a double for the float args) and, for text and raw-JSON fields, the byte span and a 64-bit
-hash of it.  It validates the JSON it walks (strings, numbers, literals, nesting); anything it
+and as a double for the float args; for a number field holding text, its span) and, for text and
+raw-JSON fields, the byte span and two independent 64-bit hashes of it.  The tables have one row
+per event (an event's fields share cache lines).  It validates the JSON it walks (strings, numbers, literals, nesting); anything it
 does not accept makes it return a status other than OK and the chunk goes to the general decoder.
 
 numba is optional (not an install requirement): :func:`available` is False when it cannot be
@@ -26,7 +27,6 @@ from .kineto_scan_codes import (ARG_KEYS, BAD_JSON, ESC_KEY, K_ABSENT, K_FLOAT, 
 
 _scan = None
 _import_error = None
-same_spans = None
 
 
 def key_code(key: bytes) -> int:
@@ -85,8 +85,6 @@ def _compile():
         _import_error = f"numba unavailable ({type(e).__name__}: {e})"
         return None
     _scan = jit.scan
-    global same_spans
-    same_spans = jit.same_spans
     return _scan
 
 
@@ -96,15 +94,17 @@ def unavailable_reason() -> str | None:
 
 
 def scan(buf: np.ndarray):
-    """(status, n, kinds[NUM, cap], ivals, fvals, span kinds[SPAN, cap], starts, ends, hashes)."""
+    """(status, n, kinds[cap, NUM], ivals, fvals, span kinds[cap, SPAN], starts, ends, hashes, second
+    hashes): one row per event, so an event's fields sit together in memory."""
     cap = len(buf) // 24 + 16
     nn, ns = len(NUM_KEYS), len(SPAN_KEYS)
-    kn = np.zeros((nn, cap), np.uint8)
-    iv = np.empty((nn, cap), np.int64)
-    fv = np.empty((nn, cap), np.float64)
-    ks = np.zeros((ns, cap), np.uint8)
-    ss = np.empty((ns, cap), np.int64)
-    se = np.empty((ns, cap), np.int64)
-    sh = np.empty((ns, cap), np.uint64)
-    status, n = _scan(buf, kn, iv, fv, ks, ss, se, sh, *TOP_TABLE, *ARG_TABLE)
-    return status, n, kn, iv, fv, ks, ss, se, sh
+    kn = np.zeros((cap, nn), np.uint8)
+    iv = np.empty((cap, nn), np.int64)
+    fv = np.empty((cap, nn), np.float64)
+    ks = np.zeros((cap, ns), np.uint8)
+    ss = np.empty((cap, ns), np.int64)
+    se = np.empty((cap, ns), np.int64)
+    sh = np.empty((cap, ns), np.uint64)
+    sg = np.empty((cap, ns), np.int64)
+    status, n = _scan(buf, kn, iv, fv, ks, ss, se, sh, sg, *TOP_TABLE, *ARG_TABLE)
+    return status, n, kn, iv, fv, ks, ss, se, sh, sg
