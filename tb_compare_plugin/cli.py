@@ -187,9 +187,10 @@ def _side_jobs(args, opts) -> tuple:
     sheets = selected_sheets(args)
     out = []
     for step in (opts.base_step, opts.target_step):
-        jobs = [("breakdown", (step, bool(opts.reference_compat)))]
+        jobs = []                       # the tree first: it leaves the child's memory before the rest
         if args.json or (args.xlsx and (sheets is None or sheets & {"operator", "memory"})):
             jobs.append(("tree", ()))
+        jobs.append(("breakdown", (step, bool(opts.reference_compat))))
         if args.json or args.steps or (args.xlsx and (sheets is None or "steps" in sheets)):
             jobs.append(("steps", ()))
         if args.xlsx and (sheets is None or "api" in sheets):

@@ -229,7 +229,14 @@ def _child_parse(fmt: str, root: str, fingerprint, cache_root: str | None, progr
     if side_jobs:
         _give_back_free_memory()        # the parse's garbage (~230 MB on a 1 GB trace) before more work
         from ..engines import side_work
-        values = _spill(side_work.compute(prof, side_jobs), handoff_root and progress_path + ".v")
+        from ..model.derived import DERIVED
+        for job in side_jobs:           # one at a time: a big value leaves for its files before the next
+            got = _spill(side_work.compute(prof, (job,)), handoff_root and f"{progress_path}.v{len(values)}")
+            for key, value in got.items():
+                if isinstance(value, _Spilled):
+                    DERIVED.forget(prof, key)
+            values.update(got)
+            del got
     return (where, prof if where == "profile" else None, values)
 
 
