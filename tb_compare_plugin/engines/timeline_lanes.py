@@ -478,7 +478,7 @@ def side_base(profile) -> Lanes:
 
 def _build_base(profile) -> Lanes:
     import pandas as pd
-    cls = kernel_classes(profile)
+    cls = side_kernel_classes(profile)
     k = profile.kernels
     s, d = k["start_ns"].to_numpy(), k["dur_ns"].to_numpy()
     ok = np.flatnonzero(_valid(s, d))
@@ -533,61 +533,123 @@ def build_lanes(profile) -> Lanes:
 
 
 def window_lanes(profile, start_ns: int, end_ns: int) -> Lanes | None:
-    """The lanes of ``profile`` as far as a window inside [start_ns, end_ns) sees them: the host
-    lanes hold only the ops of each (thread, depth) run from its first op ending after
-    ``start_ns`` to its last starting before ``end_ns`` (what :mod:`timeline_lod` reads of a
-    run for such a window, so its items are the full lanes' own); the other lanes are the full
-    ones (:func:`side_base`).  What a first paint draws without sorting every host op; no range
-    intervals.  None when the ops have negative depths (their runs are not windowed)."""
-    base = side_base(profile)
+    """The lanes of ``profile`` as far as a window inside [start_ns, end_ns) sees them: each
+    lane's depth runs hold only their events from the first one ending after ``start_ns`` to the
+    last one starting before ``end_ns`` (what :mod:`timeline_lod` reads of a run for such a window,
+    so its items are the full lanes' own): host ops per (thread, depth), kernels per stream, the
+    device-idle gaps around the window; the communication lanes whole.  When :func:`side_base` is
+    built already its lanes are used instead of cutting them.  What a first paint draws without
+    sorting every host op and kernel; no range intervals, no kernels by start.  None when the ops
+    have negative depths (their runs are not cut)."""
     ops = profile.ops
+    lo, hi = int(start_ns), int(end_ns)
+    base = _built(profile, "timeline_base") or _cut_base(profile, lo, hi)
     if not len(ops):
         return _with_host(base, [])
     s, d = ops["start_ns"].to_numpy(), ops["dur_ns"].to_numpy()
     depth = ops["depth"].to_numpy()
     if depth.min() < 0:
         return None
-    lo, hi = int(start_ns), int(end_ns)
-    before = s < hi
-    ok = before & (s >= 0) & (d >= 0)
-    over = np.flatnonzero(ok & (s + d > lo))           # the ops the window overlaps
-    if not len(over):
-        return _with_host(base, _host_lanes(profile, over))
-    pid, tid = ops["pid"].to_numpy(), ops["tid"].to_numpy()
     lanes = _host_directory(profile)
-    # per (thread, depth): its first overlapping op by (start, row), the run's order
-    gkey = _lane_of(lanes, pid[over], tid[over])
-    dep = depth[over].astype(np.int64)
-    first = np.lexsort((over, s[over], dep, gkey))
-    g_of = np.stack([gkey[first], dep[first]])
-    newg = np.ones(len(first), bool)
-    newg[1:] = (g_of[:, 1:] != g_of[:, :-1]).any(axis=0)
-    heads = first[newg]                                  # per group: its first op (in ``over``)
-    h_key, h_dep, h_row = gkey[heads], dep[heads], over[heads]
-    h_start = s[h_row]
-    cand = np.flatnonzero(ok & (s >= h_start.min()))
-    ckey = _lane_of(lanes, pid[cand], tid[cand])
-    cdep = depth[cand].astype(np.int64)
-    # the group of each candidate: heads sorted by (key, depth), found by searchsorted on a combined rank
-    horder = np.lexsort((h_dep, h_key))
-    hk, hd = h_key[horder], h_dep[horder]
-    pos = np.searchsorted(hk, ckey, side="left")
-    # within a key, the depth: step over the heads of the same key (few depths per thread)
-    found = np.full(len(cand), -1, np.int64)
-    nk = len(hk)
-    j = pos.copy()
-    while True:
-        live = (found < 0) & (j < nk)
-        if not live.any():
-            break
-        jl = np.minimum(j, nk - 1)
-        same = live & (hk[jl] == ckey)
-        hit = same & (hd[jl] == cdep)
-        found[hit] = jl[hit]
-        j = np.where(same & ~hit, j + 1, nk)
-    has = found >= 0
-    cand, found = cand[has], horder[found[has]]
-    fs, fr = h_start[found], h_row[found]
-    cs = s[cand]
-    keep = (cs > fs) | ((cs == fs) & (cand >= fr))
-    return _with_host(base, _host_lanes(profile, cand[keep]))
+    pid, tid = ops["pid"].to_numpy(), ops["tid"].to_numpy()
+    rows = _cut_rows(s, d, lambda r: _lane_of(lanes, pid[r], tid[r]) * 65536 + depth[r], lo, hi)
+    return _with_host(base, _host_lanes(profile, rows))
+
+
+def _built(profile, name: str):
+    from ..model.derived import DERIVED
+    return DERIVED.peek(profile, name)
+
+
+def _cut_rows(s: np.ndarray, d: np.ndarray, key_of, lo: int, hi: int) -> np.ndarray:
+    """The valid rows (ascending) that a window inside [lo, hi) reads of each run, a run being the
+    rows of one ``key_of(rows)`` (int64) value sorted by (start, row): from the run's first row
+    ending after ``lo`` to its last starting before ``hi``."""
+    ok = (s < hi) & (s >= 0) & (d >= 0)
+    over = np.flatnonzero(ok & (s + d > lo))            # the rows the window overlaps
+    if not len(over):
+        return over
+    k = np.asarray(key_of(over), np.int64)
+    first = np.lexsort((over, s[over], k))               # by run, start, row
+    kf = k[first]
+    heads = first[np.concatenate([[True], kf[1:] != kf[:-1]])]
+    hk, hrow = k[heads], over[heads]                     # per run (sorted by key): its first row
+    hs = s[hrow]
+    cand = np.flatnonzero(ok & (s >= hs.min()))
+    ck = np.asarray(key_of(cand), np.int64)
+    pos = np.minimum(np.searchsorted(hk, ck), len(hk) - 1)
+    mine = hk[pos] == ck
+    cand, pos = cand[mine], pos[mine]
+    fs, fr, cs = hs[pos], hrow[pos], s[cand]
+    return cand[(cs > fs) | ((cs == fs) & (cand >= fr))]
+
+
+def _cut_base(profile, lo: int, hi: int) -> Lanes:
+    """:func:`side_base`'s lanes as a window inside [lo, hi) reads them (see :func:`window_lanes`)."""
+    import pandas as pd
+    cls = side_kernel_classes(profile)
+    k = profile.kernels
+    s, d = k["start_ns"].to_numpy(), k["dur_ns"].to_numpy()
+    valid = _valid(s, d)
+    n_ok = int(valid.sum())
+    stream = k["stream"].to_numpy()
+    lanes = []
+    if n_ok:
+        rows = _cut_rows(s, d, lambda r: stream[r], lo, hi)
+        names = k["name"].to_numpy()
+        for st in pd.unique(stream[valid]).tolist():     # the streams in the order first seen
+            st = int(st)
+            lanes.append(_table_lane(f"stream {st}" if st >= 0 else "device (no stream)", "device", "kernels",
+                                     rows[stream[rows] == st], s, d, cls, names))
+    lanes += _comm_lanes(profile)
+    co = profile.comm_ops
+    cs, cd = co["start_ns"].to_numpy(), co["dur_ns"].to_numpy()
+    cok = _valid(cs, cd)
+    span = None
+    if n_ok or cok.any():
+        bs = np.concatenate([s[valid], cs[cok]])
+        be = np.concatenate([(s + d)[valid], (cs + cd)[cok]])
+        span = (int(bs.min()), int(be.max()))
+        # the gaps around the window: those of the busy items from the last end before it to the
+        # first start after it (the same gaps the whole capture's union has there)
+        before = be < lo
+        after = bs >= hi
+        e0 = be[before].max() if before.any() else np.iinfo(np.int64).min
+        s1 = bs[after].min() if after.any() else np.iinfo(np.int64).max
+        near = (be >= e0) & (bs <= s1)
+        us, ue = union(bs[near], be[near])
+        gs, ge = ue[:-1], us[1:]
+        keep = (ge > gs) & (ge > lo) & (gs < hi)
+        gs, ge = gs[keep], ge[keep]
+        n = len(gs)
+        lanes.append(_runs(Lane("device idle", "free", "", gs, ge, np.full(n, FREE, np.int8), np.zeros(n, np.int32),
+                                np.full(n, -1, np.int64), np.zeros(n, np.int16))))
+    out = Lanes(lanes, profile.symbols, span)
+    dropped = int(len(k) - n_ok)
+    if dropped:
+        out.warnings.append(f"{dropped} kernels without a start time or with a negative duration are not drawn")
+    return out
+
+
+def side_kernel_classes(profile) -> np.ndarray:
+    """:func:`kernel_classes`, once per profile (derived cache ``"timeline_kernel_classes"``)."""
+    return derived(profile, "timeline_kernel_classes", lambda: kernel_classes(profile))
+
+
+def side_span(profile) -> tuple | None:
+    """(first, last) ns of the device's activity (kernels, collectives): the lanes' ``span``."""
+    base = _built(profile, "timeline_base")
+    if base is not None:
+        return base.span
+    return derived(profile, "timeline_span", lambda: _span_of(profile))
+
+
+def _span_of(profile):
+    k, co = profile.kernels, profile.comm_ops
+    parts = []
+    for df in (k, co):
+        s, d = df["start_ns"].to_numpy(), df["dur_ns"].to_numpy()
+        ok = _valid(s, d)
+        if ok.any():
+            parts.append((int(s[ok].min()), int((s + d)[ok].max())))
+    return (min(p[0] for p in parts), max(p[1] for p in parts)) if parts else None

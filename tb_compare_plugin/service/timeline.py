@@ -130,17 +130,25 @@ def lanes_ready(cmp) -> bool:
     return all(DERIVED.peek(p, "timeline_lanes") is not None for p in (cmp.base, cmp.target))
 
 
-def _base_lanes(cmp):
-    """Both sides' :func:`~..engines.timeline_lanes.side_base` (on two threads when neither is built)."""
-    from ..engines.timeline_lanes import side_base
-    from ..model.derived import DERIVED
-    if DERIVED.peek(cmp.base, "timeline_base") is None and DERIVED.peek(cmp.target, "timeline_base") is None:
-        from concurrent.futures import ThreadPoolExecutor
-        with ThreadPoolExecutor(1, thread_name_prefix="tbc-lanes") as ex:
-            fb = ex.submit(side_base, cmp.base)
-            lt = side_base(cmp.target)
-            return fb.result(), lt
-    return side_base(cmp.base), side_base(cmp.target)
+def _spans(cmp):
+    """Lanes objects holding only each side's device span (what the origins need of the lanes)."""
+    from ..engines.timeline_lanes import Lanes, side_span
+    return tuple(Lanes([], p.symbols, side_span(p)) for p in (cmp.base, cmp.target))
+
+
+def _cut_lanes(cmp, windows: dict) -> dict:
+    """Each side's lanes cut to its window (``window_lanes``; the full ones where it cannot cut),
+    the two sides on two threads (most of the work is numpy, which lets go of the GIL)."""
+    from concurrent.futures import ThreadPoolExecutor
+    from ..engines.timeline_lanes import side_lanes, window_lanes
+
+    def cut(who):
+        prof = cmp.base if who == "baseline" else cmp.target
+        return window_lanes(prof, *windows[who]) or side_lanes(prof)
+    with ThreadPoolExecutor(1, thread_name_prefix="tbc-lanes") as ex:
+        fb = ex.submit(cut, "baseline")
+        lt = cut("target")
+        return {"baseline": fb.result(), "target": lt}
 
 
 def timeline_answer(cmp, q: Query) -> dict:
@@ -148,11 +156,10 @@ def timeline_answer(cmp, q: Query) -> dict:
     are built (:func:`both_lanes`, the first request's caller starts that), the window is read from
     lanes cut to it (:func:`~..engines.timeline_lanes.window_lanes`): the same items, without
     sorting every host op first."""
-    from ..engines.timeline_lanes import side_lanes, window_lanes
     from ..engines.timeline_lod import window_items
     from ..presenters.timeline_json import timeline_payload
     first = not lanes_ready(cmp)
-    lb, lt = _base_lanes(cmp) if first else both_lanes(cmp)
+    lb, lt = _spans(cmp) if first else both_lanes(cmp)
     step = chosen_step(cmp.base, cmp.target, q.step)
     ob, ot, ext = origins(cmp, lb, lt, step, q.align)
     rel = {"baseline": (ext["baseline"][0] - ob, ext["baseline"][1] - ob),
@@ -165,10 +172,10 @@ def timeline_answer(cmp, q: Query) -> dict:
         raise BadParameter("end_ms", f"parameter 'end_ms' ({w1 / 1e6:g}) must be after start_ms ({w0 / 1e6:g})")
     px = q.px
     sides = {}
-    for who, prof, lanes, origin in (("baseline", cmp.base, lb, ob), ("target", cmp.target, lt, ot)):
-        a, b = origin + w0, origin + max(w1, w0 + 1)
-        if first:
-            lanes = window_lanes(prof, a, b) or side_lanes(prof)
+    if first:
+        lb, lt = _cut_lanes(cmp, {"baseline": (ob + w0, ob + w1), "target": (ot + w0, ot + w1)}).values()
+    for who, lanes, origin in (("baseline", lb, ob), ("target", lt, ot)):
+        a, b = origin + w0, origin + w1
         sides[who] = {"lanes": window_items(lanes, origin, a, b, px),
                       "origin_ns": int(origin), "extent": rel[who], "warnings": list(lanes.warnings)}
     return timeline_payload(sides, step, (w0, w1), (lo, hi), px)
