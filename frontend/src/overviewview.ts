@@ -81,7 +81,11 @@ async function fillMatchHint(host: HTMLElement, ctx: ViewCtx): Promise<void> {
                "data-baseline-only": String(bo.count), "data-target-only": String(to.count)},
         h("b", null, "Operator matching"), " ", text,
         h("span", {class: "muted"}, " — unmatched operators are compared with nothing: pair them (or split a wrong pair) in the "),
-        h("button", {class: "linkish", type: "button", "data-view": "operator", onClick: () => ctx.onView("operator")}, "Operator view"))));
+        h("button", {class: "linkish", type: "button", "data-view": "operator", onClick: () => ctx.onView("operator")}, "Operator view"),
+        ctx.available.has("module")
+          ? h("span", {class: "muted"}, " or the ", h("button", {class: "linkish", type: "button", "data-view": "module",
+                                                                 onClick: () => ctx.onView("module")}, "Module view"))
+          : null)));
   } catch (e) {
     if (e instanceof Stale || !ctx.alive()) return;
   }

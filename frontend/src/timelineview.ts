@@ -74,7 +74,7 @@ async function getReady<T>(u: string, alive: () => boolean): Promise<T> {
 interface Find {
   side: Side;
   kind: string;
-  /** A kernel's or operator's name as its table shows it (an NPU kernel row: its type, the end of the kernel's name). */
+  /** A kernel's or operator's name as its table row names it (an NPU Kernel row: the kernel's Type, e.g. MatMulV2). */
   name: string;
   /** The row's input shapes ("" any). */
   shapes: string;
