@@ -23,11 +23,16 @@ GPU_COLS = ("tensor_cores", "blocks_per_sm", "occupancy_pct")
 
 def _launch_shapes(profile, kernels: pd.DataFrame) -> np.ndarray:
     """Input-shape symbol of the nearest op (launcher or an ancestor) that recorded shapes."""
+    return _shapes_from(profile, kernels["launch_op"].to_numpy())
+
+
+def _shapes_from(profile, launch: np.ndarray) -> np.ndarray:
+    """``_launch_shapes`` of kernels given their launching op rows."""
     ops = profile.ops
-    out = np.zeros(len(kernels), dtype=np.int32)
+    out = np.zeros(len(launch), dtype=np.int32)
     if not len(ops):
         return out
-    cur = kernels["launch_op"].to_numpy().copy()
+    cur = np.array(launch, copy=True)
     shapes = ops["input_shapes"].to_numpy()
     parent = ops["parent"].to_numpy()
     for _ in range(8):  # launcher -> aten op -> ... ; a few hops suffice
@@ -74,15 +79,21 @@ def listed_names(profile) -> np.ndarray:
 def row_keys(profile, rows) -> tuple[np.ndarray, np.ndarray]:
     """For kernels-table ``rows``: the symbol ids of the Kernel view row each belongs to, (kernel,
     input shape) as that view names them (an NPU row names the kernel's Type); kernel 0 where the
-    view lists no such kernel (an untyped NPU task, a GPU memcpy), shape 0 for "N/A"."""
+    view lists no such kernel (an untyped NPU task, a GPU memcpy), shape 0 for "N/A".  Reads only
+    those rows of the columns it needs (a click's lookup on a trace of millions of kernels)."""
     rows = np.asarray(rows, np.int64)
-    k = profile.kernels.iloc[rows]
-    names, shapes = np.zeros(len(rows), np.int64), np.zeros(len(rows), np.int64)
-    on = _listed(profile, k)
-    if on.any():
-        n, s = _row_names_shapes(profile, k[on])
-        names[on], shapes[on] = n, s
-    return names, shapes
+    k = profile.kernels
+    col = lambda c: k[c].to_numpy()[rows]  # noqa: E731
+    if profile.meta.device == "NPU":
+        names, shapes = col("type"), col("input_shapes")
+        on = col("detail") & ~np.isin(names, [0, profile.symbols.lookup("N/A")])
+    else:
+        on = col("kind") == KIND_COMPUTE
+        names, shapes = col("name"), _shapes_from(profile, col("launch_op"))
+    na = profile.symbols.lookup("N/A")
+    if na > 0:
+        shapes = np.where(shapes == na, 0, shapes)
+    return np.where(on, names, 0).astype(np.int64), np.where(on, shapes, 0).astype(np.int64)
 
 
 def kernel_rows(profile, step: int | None = None) -> pd.DataFrame:
