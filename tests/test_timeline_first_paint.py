@@ -10,7 +10,7 @@ import pytest
 
 from conftest import CORPUS, SAMPLES
 from tb_compare_plugin.comparison import Comparison
-from tb_compare_plugin.engines import timeline_lod
+from tb_compare_plugin.engines import timeline_lanes, timeline_lod
 from tb_compare_plugin.engines.timeline_lanes import build_lanes, side_lanes, window_lanes
 from tb_compare_plugin.engines.timeline_lod import _int_keys, window_items
 from tb_compare_plugin.loaders import load
@@ -52,12 +52,15 @@ def _windows(lo, hi):
             (lo - 10 ** 9, lo - 10 ** 8)]
 
 
+@pytest.mark.parametrize("cut_base", [False, True])
 @pytest.mark.parametrize("many", [False, True])
-def test_window_lanes_draw_what_the_full_lanes_draw(profiles, many, monkeypatch):
+def test_window_lanes_draw_what_the_full_lanes_draw(profiles, many, cut_base, monkeypatch):
     if many:                                    # every run summed from its prefix sums
         monkeypatch.setattr(timeline_lod, "FAST_MIN", 0)
     for prof in profiles:
         full = side_lanes(prof)
+        if cut_base:                            # device lanes and idle gaps cut too, as before any full build
+            monkeypatch.setattr(timeline_lanes, "_built", lambda profile, name: None)
         lo, hi = _host_extent(full)
         for a, b in _windows(lo, hi):
             cut = window_lanes(prof, a, b)
@@ -90,6 +93,7 @@ def test_full_lanes_equal_a_rebuild(profiles):
     """The cached lanes (base shared with the window lanes) and a fresh build agree column by column."""
     for prof in profiles:
         a, b = side_lanes(prof), build_lanes(prof)
+        assert timeline_lanes._span_of(prof) == a.span
         assert [ln.name for ln in a.lanes] == [ln.name for ln in b.lanes]
         for x, y in zip(a.lanes, b.lanes):
             for col in ("start_ns", "end_ns", "cls", "label", "row", "depth"):
@@ -124,7 +128,6 @@ def test_wide_events_found_by_block_maxima(profiles):
 @pytest.mark.parametrize("per_run", [True, False])
 def test_host_lanes_in_the_order_of_their_op_counts(profiles, per_run, monkeypatch):
     """The directory (counted per run of a thread's ops, or per op) = a plain count per (pid, tid)."""
-    from tb_compare_plugin.engines import timeline_lanes
     from tb_compare_plugin.engines.timeline_lanes import _build_host_directory
     monkeypatch.setattr(timeline_lanes, "RUN_COUNTING", 8 if per_run else 10 ** 12)
     for prof in profiles:
