@@ -55,9 +55,10 @@ class _Cut:
     events (a wide window over a big trace): a block is every narrow event of a bin, its count and
     class mix from the run's prefix sums (one ``searchsorted`` per bin edge), its extent the bin's
     first start to the bin's last end, clipped to the bin, so the cost follows the bins, not the events."""
-    __slots__ = ("single", "bs", "be", "cnt", "mix", "n_items")
+    __slots__ = ("single", "bs", "be", "cnt", "mix", "n_items", "_rest")
 
     def __init__(self, lane, i: int, start: int, end: int, bin_ns: float, edges: dict) -> None:
+        """Counts the items (what the bin widening needs); :meth:`finish` makes them."""
         _, lo, hi = lane.runs[i]
         s = lane.start_ns[lo:hi]
         a = int(np.searchsorted(lane.run_maxend[i], start, side="right"))
@@ -66,7 +67,12 @@ class _Cut:
             self._many(lane, i, lo, a, b, start, end, bin_ns, edges)
         else:
             self._few(lane, lo, a, b, start, bin_ns)
-        self.n_items = len(self.single) + len(self.cnt)
+
+    def finish(self) -> "_Cut":
+        if self._rest is not None:
+            self._rest()
+            self._rest = None
+        return self
 
     def _few(self, lane, lo, a, b, start, bin_ns) -> None:
         idx = np.arange(lo + a, lo + b)
@@ -83,22 +89,26 @@ class _Cut:
         n_blk = int(newblk.sum())
         sizes = np.bincount(blk, minlength=n_blk) if len(small) else np.zeros(0, np.int64)
         lone = sizes[blk] == 1 if len(small) else np.zeros(0, bool)
-        single = wide.copy()
-        single[small[lone]] = True              # a block of one event is that event
-        self.single = idx[single]
-        multi = small[~lone]
         keep_blk = np.flatnonzero(sizes > 1)
-        remap = np.full(n_blk, -1, np.int64)
-        remap[keep_blk] = np.arange(len(keep_blk))
-        bid = remap[blk[~lone]]
         nb = len(keep_blk)
-        ms, me = st[multi], en[multi]
-        heads = np.flatnonzero(np.concatenate([[True], bid[1:] != bid[:-1]])) if nb else np.zeros(0, np.int64)
-        self.bs = np.minimum.reduceat(ms, heads) if nb else np.zeros(0, np.int64)   # a block's events are
-        self.be = np.maximum.reduceat(me, heads) if nb else np.zeros(0, np.int64)   # consecutive
-        self.cnt = np.bincount(bid, minlength=nb)
-        self.mix = np.bincount(bid * NCLS + lane.cls[idx[multi]].astype(np.int64),
-                               weights=(me - ms).astype(np.float64), minlength=nb * NCLS).reshape(nb, NCLS)
+        self.n_items = int(np.count_nonzero(wide)) + int(np.count_nonzero(lone)) + nb
+
+        def rest():
+            single = wide.copy()
+            single[small[lone]] = True              # a block of one event is that event
+            self.single = idx[single]
+            multi = small[~lone]
+            remap = np.full(n_blk, -1, np.int64)
+            remap[keep_blk] = np.arange(nb)
+            bid = remap[blk[~lone]]
+            ms, me = st[multi], en[multi]
+            heads = np.flatnonzero(np.concatenate([[True], bid[1:] != bid[:-1]])) if nb else np.zeros(0, np.int64)
+            self.bs = np.minimum.reduceat(ms, heads) if nb else np.zeros(0, np.int64)   # a block's events are
+            self.be = np.maximum.reduceat(me, heads) if nb else np.zeros(0, np.int64)   # consecutive
+            self.cnt = np.bincount(bid, minlength=nb)
+            self.mix = np.bincount(bid * NCLS + lane.cls[idx[multi]].astype(np.int64),
+                                   weights=(me - ms).astype(np.float64), minlength=nb * NCLS).reshape(nb, NCLS)
+        self._rest = rest
 
     def _many(self, lane, i, lo, a, b, start, end, bin_ns, edges) -> None:
         s = lane.start_ns[lo + a:lo + b]
@@ -112,26 +122,30 @@ class _Cut:
         w_bin = np.searchsorted(bounds, wide, side="right") - 1
         cnt_all = np.diff(bounds)
         narrow = cnt_all - np.bincount(w_bin, minlength=nbins)
-        cum = lane.cum(i)
-        per = cum[a + bounds[1:]] - cum[a + bounds[:-1]]          # [bin, class present] ns, all events
-        if len(wide):
-            cls_pos = np.searchsorted(lane.classes, lane.cls[lo + a + wide])
-            wmix = np.zeros_like(per)
-            np.add.at(wmix, (w_bin, cls_pos), (e[wide] - s[wide]))
-            per = per - wmix
         lone = (narrow == 1) & (cnt_all == 1)
-        singles = [lo + a + wide, lo + a + bounds[:-1][lone]]
-        self.single = np.sort(np.concatenate(singles))
         blk = np.flatnonzero((narrow >= 1) & ~lone)
-        first, last = bounds[:-1][blk], bounds[1:][blk] - 1
-        lo_edge = start + blk * bin_ns
-        self.bs = np.maximum(s[first], np.int64(start)).astype(np.int64)
-        maxend = lane.run_maxend[i][a + last]
-        self.be = np.maximum(np.minimum(maxend, (lo_edge + bin_ns).astype(np.int64)), self.bs + 1)
-        self.cnt = narrow[blk]
-        mix = np.zeros((len(blk), NCLS), np.float64)
-        mix[:, lane.classes.astype(np.int64)] = per[blk]
-        self.mix = mix
+        self.n_items = len(wide) + int(np.count_nonzero(lone)) + len(blk)
+
+        def rest():
+            cum = lane.cum(i)
+            per = cum[a + bounds[1:]] - cum[a + bounds[:-1]]          # [bin, class present] ns, all events
+            if len(wide):
+                cls_pos = np.searchsorted(lane.classes, lane.cls[lo + a + wide])
+                wmix = np.zeros_like(per)
+                np.add.at(wmix, (w_bin, cls_pos), (e[wide] - s[wide]))
+                per = per - wmix
+            singles = [lo + a + wide, lo + a + bounds[:-1][lone]]
+            self.single = np.sort(np.concatenate(singles))
+            first, last = bounds[:-1][blk], bounds[1:][blk] - 1
+            lo_edge = start + blk * bin_ns
+            self.bs = np.maximum(s[first], np.int64(start)).astype(np.int64)
+            maxend = lane.run_maxend[i][a + last]
+            self.be = np.maximum(np.minimum(maxend, (lo_edge + bin_ns).astype(np.int64)), self.bs + 1)
+            self.cnt = narrow[blk]
+            mix = np.zeros((len(blk), NCLS), np.float64)
+            mix[:, lane.classes.astype(np.int64)] = per[blk]
+            self.mix = mix
+        self._rest = rest
 
 
 def _cuts(lanes, start: int, end: int, bin_ns: float) -> list:
@@ -163,7 +177,7 @@ def window_items(lanes, origin_ns: int, start_ns: int, end_ns: int, px: int,
         for depth, cut in runs:                 # the runs by depth: each sorted by start, in turn
             if left <= 0:
                 break
-            got = _materialise(ln, lanes.symbols, cut, depth, origin_ns, left)
+            got = _materialise(ln, lanes.symbols, cut.finish(), depth, origin_ns, left)
             left -= len(got)
             got.sort(key=_START)
             items.extend(got)
@@ -181,9 +195,13 @@ def _materialise(ln, symbols, cut: _Cut, depth: int, origin: int, limit: int) ->
         labels = symbols.strings(ln.label[one]) if ln.source else [""] * len(one)
         rows = ln.row[one].tolist()
         cls = ln.cls[one].tolist()
-        for s_ms, d_ms, c, lab, r in zip(_ms(s, origin), np.round((e - s) / 1e6, 6).tolist(), cls, labels, rows):
-            items.append([s_ms, d_ms, CLASSES[c], lab, f"{prefix}{r}" if prefix and r >= 0 else None,
-                          {"depth": depth} if host else {}])
+        ids = [f"{prefix}{r}" if r >= 0 else None for r in rows] if prefix else [None] * len(rows)
+        if host:
+            items = [[s_ms, d_ms, CLASSES[c], lab, i, {"depth": depth}] for s_ms, d_ms, c, lab, i in
+                     zip(_ms(s, origin), np.round((e - s) / 1e6, 6).tolist(), cls, labels, ids)]
+        else:
+            items = [[s_ms, d_ms, CLASSES[c], lab, i, {}] for s_ms, d_ms, c, lab, i in
+                     zip(_ms(s, origin), np.round((e - s) / 1e6, 6).tolist(), cls, labels, ids)]
     take = min(len(cut.cnt), limit - len(items))
     if take > 0:
         mix = cut.mix[:take]
@@ -194,11 +212,14 @@ def _materialise(ln, symbols, cut: _Cut, depth: int, origin: int, limit: int) ->
         cols = np.flatnonzero(mix.any(axis=0))          # the classes any block holds
         names = [CLASSES[c] for c in cols.tolist()]
         vals, nzs = mix_ms[:, cols].tolist(), (mix[:, cols] != 0).tolist()
-        for s_ms, d_ms, n, c, v, nz in zip(_ms(cut.bs[:take], origin),
-                                           np.round((cut.be[:take] - cut.bs[:take]) / 1e6, 6).tolist(),
-                                           cnt, dom, vals, nzs):
-            extra = {"n": n, "mix": {k: x for k, x, z in zip(names, v, nz) if z}}
-            if host:
-                extra["depth"] = depth
-            items.append([s_ms, d_ms, CLASSES[c], f"{n} {word}", None, extra])
+        rows = zip(_ms(cut.bs[:take], origin), np.round((cut.be[:take] - cut.bs[:take]) / 1e6, 6).tolist(),
+                   cnt, dom, vals, nzs)
+        if host:
+            items.extend([s_ms, d_ms, CLASSES[c], f"{n} {word}", None,
+                          {"n": n, "mix": {k: x for k, x, z in zip(names, v, nz) if z}, "depth": depth}]
+                         for s_ms, d_ms, n, c, v, nz in rows)
+        else:
+            items.extend([s_ms, d_ms, CLASSES[c], f"{n} {word}", None,
+                          {"n": n, "mix": {k: x for k, x, z in zip(names, v, nz) if z}}]
+                         for s_ms, d_ms, n, c, v, nz in rows)
     return items
