@@ -65,6 +65,9 @@ both_lanes(cmp)                                   # what the service builds next
 c4, t4 = time.process_time(), time.perf_counter()
 step = first["step"]
 lo, hi = first["extent"]["start_ms"], first["extent"]["end_ms"]
+origin = first["baseline"]["origin_ns"]
+size = len(json.dumps(first))
+del first                                          # as the server does once it has sent an answer
 windows = []
 a, b = lo, hi
 while len(windows) < n_windows // 2 and b - a > 0.04:          # zoom in by halves around the middle third
@@ -77,7 +80,6 @@ for k in range(n_windows - len(windows) - 2):                    # pan by half a
     a, b = a + sgn * w / 2 * (k + 1), b + sgn * w / 2 * (k + 1)
     windows.append((a, b))
 span = side_lanes(pb).span
-origin = first["baseline"]["origin_ns"]
 windows.append(((span[0] - origin) / 1e6, (span[1] - origin) / 1e6))   # the whole capture
 times, cpu, items = [], [], []
 for a, b in windows:
@@ -86,10 +88,10 @@ for a, b in windows:
     times.append(time.perf_counter() - s)
     cpu.append(time.process_time() - c)
     items.append(ans["baseline"]["items"] + ans["target"]["items"])
+    del ans
 s = time.perf_counter()
 range_answer(cmp, Query(step=step))
 rng = time.perf_counter() - s
-size = len(json.dumps(first))
 print(json.dumps({"open": t1 - t0, "window": t3 - t1, "first_paint": t3 - t0, "lanes": t4 - t3,
                   "cpu_open": c1 - c0, "cpu_window": c3 - c1, "cpu_first_paint": c3 - c0, "cpu_lanes": c4 - c3,
                   "zoom": times, "cpu_zoom": cpu, "items": items, "range": rng, "first_bytes": size, "step": step,
