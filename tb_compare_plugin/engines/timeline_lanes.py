@@ -16,7 +16,14 @@ Lanes (each :class:`Lane` holds columns sorted by start inside every depth *run*
 
 Besides the lanes, the totals a range selection needs (:mod:`timeline_range`) are prepared here
 once: every device kernel by start with its class, and the disjoint Computing / uncovered
-communication / wait intervals by the overview's rules.  Pure: no files, no HTTP, no format ids.
+communication / wait intervals by the overview's rules.
+
+A first paint need not wait for all that: :func:`window_lanes` gives the lanes as one window
+sees them (each run cut to the rows a window inside it reads, so :mod:`timeline_lod` draws the
+same items from them), made from the columns without sorting every host op and kernel.  The
+parts both share are built once per profile: the kernel classes (:func:`side_kernel_classes`),
+the thread directory, and, with the full lanes, the device / communication / free lanes
+(:func:`side_base`).  Pure: no files, no HTTP, no format ids.
 """
 from __future__ import annotations
 

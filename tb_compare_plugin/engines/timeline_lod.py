@@ -7,8 +7,11 @@ events at least one bin wide are drawn as they are, and runs of consecutive narr
 fall in the same bin are merged into one *summary block* (its extent, its event count and its
 class mix in ms; its class the mix's largest).  A bin is one pixel; when the side would still
 draw more than ``4 * px`` items in all, the bin widens (at least doubling) until it does not, so the answer is
-bounded whatever the window and however many events it covers.  All numpy; Python only touches
-the (bounded) items it returns.
+bounded whatever the window and however many events it covers; while it widens only the items
+are counted, the final width makes them.  A run with many events in the window is read per bin
+(prefix sums per class, the longest duration per block of events: ``Lane.cum``, ``Lane.wide``),
+so a wide window costs about its bins, not its events.  All numpy; Python only touches the
+(bounded) items it returns.
 """
 from __future__ import annotations
 
