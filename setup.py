@@ -5,6 +5,10 @@ installing needs no Node.js.
 """
 from setuptools import setup, find_packages
 
+NUMBA = ('numba>=0.59; platform_python_implementation == "CPython" and python_version < "3.15" and '
+         '(platform_machine == "x86_64" or platform_machine == "AMD64" or platform_machine == "aarch64" '
+         'or platform_machine == "arm64")')
+
 setup(
     name="tb-compare-plugin",
     version="0.1.0",
@@ -21,15 +25,17 @@ setup(
         "numpy>=1.22",
         "pandas>=1.5",
         "msgspec>=0.18",
+        # the fast Kineto parser (loaders/kineto_scan.py): numba ships wheels for CPython 3.9-3.14 on
+        # Linux x86_64/aarch64, macOS and Windows, so no compiler is needed; elsewhere it is left out
+        # and traces are parsed by the general decoder (the profile's warnings say so)
+        NUMBA,
     ],
     extras_require={
         "test": ["pytest>=7", "hypothesis>=6", "openpyxl>=3.1", "playwright>=1.40",
                  "distributed>=2023.1"],   # tests/test_cluster_scale.py starts a real LocalCluster
         # per-rank cluster work as Dask tasks (--dask-scheduler ADDRESS); imported only when asked for
         "dask": ["dask[distributed]>=2023.1"],
-        # the fast Kineto scanner (loaders/kineto_scan.py; used with TB_COMPARE_FAST_KINETO=1): numba
-        # ships manylinux/macOS/Windows wheels, so no compiler is needed
-        "fast": ["numba>=0.59"],
+        "fast": [NUMBA],                     # kept for old install lines: numba is a requirement now
         "bench": ["xlsxwriter>=3"],          # bench/xlsx_bench.py only; never imported by the package
     },
     entry_points={

@@ -1,6 +1,7 @@
 """The fast Kineto path (numba byte scanner, loaders/kineto_fast.py) gives the same profile as the
-general decoder: every table, column, symbol and warning, on every corpus GPU trace; and the CLI's
---json is the same with it on and off.  Skipped when numba is not installed (it is optional)."""
+general decoder: every table, column, symbol and warning (but the one saying the general decoder
+was used), on every corpus GPU trace; and the CLI's --json is the same with it on and off.  Skipped
+only where numba cannot be installed (it is an install requirement where it has wheels)."""
 from __future__ import annotations
 
 import json
@@ -12,7 +13,7 @@ import numpy as np
 import pytest
 
 from conftest import CORPUS, ROOT, needs_corpus
-from tb_compare_plugin.loaders import kineto_json, kineto_scan
+from tb_compare_plugin.loaders import kineto_build, kineto_json, kineto_scan
 
 pytestmark = pytest.mark.skipif(not kineto_scan.available(),
                                 reason=f"numba is not installed: {kineto_scan.unavailable_reason()}")
@@ -20,7 +21,15 @@ pytestmark = pytest.mark.skipif(not kineto_scan.available(),
 TRACES = sorted(CORPUS.glob("gpu/**/*.pt.trace.json*")) if CORPUS.is_dir() else []
 
 
+def _notes(p) -> list[str]:
+    """The warnings saying the general decoder parsed (some of) the trace."""
+    return [w for w in p.meta.warnings if "not the fast parser" in w]
+
+
 def _same(a, b) -> list[str]:
+    """What differs between two profiles (the general-decoder notes aside)."""
+    a.meta.warnings = [w for w in a.meta.warnings if w not in _notes(a)]
+    b.meta.warnings = [w for w in b.meta.warnings if w not in _notes(b)]
     bad = []
     if a.symbols._strings != b.symbols._strings:
         bad.append("symbol tables differ")
@@ -62,9 +71,11 @@ def test_fast_equals_general_in_small_chunks():
     assert _same(fast, kineto_json.load(str(path), fast=False, chunk_bytes=300_000)) == []
 
 
-def test_refused_chunk_goes_to_the_general_decoder(tmp_path, caplog):
-    """A chunk with a value the scanner does not read (a string tid, a 4-decimal ts) is parsed by
-    the general decoder, the log says so, and the profile is the same."""
+def test_refused_chunk_goes_to_the_general_decoder(tmp_path, monkeypatch):
+    """A chunk with a value the scanner does not read (a 4-decimal ts) is parsed by the general
+    decoder, the profile's warnings say so (from 4 MB parsed that way on; here from 0), and the
+    profile is otherwise the same."""
+    monkeypatch.setattr(kineto_build, "FALLBACK_NOTE_BYTES", 0)
     evs = [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 2, "ts": 10 + i, "dur": 1,
             "args": {"External id": i}} for i in range(50)]
     evs.append({"ph": "X", "cat": "kernel", "name": "k\\u00e9", "pid": 0, "tid": "stream 7", "ts": 12.0005,
@@ -72,10 +83,27 @@ def test_refused_chunk_goes_to_the_general_decoder(tmp_path, caplog):
                                    "block": [32, 1, 1]}})
     p = tmp_path / "t.pt.trace.json"
     p.write_text(json.dumps({"traceEvents": evs}))
-    with caplog.at_level("INFO", logger="tb_compare_plugin.loaders.kineto_json"):
-        fast = kineto_json.load(str(p), fast=True)
-    assert "parsed with the general decoder" in caplog.text
+    fast = kineto_json.load(str(p), fast=True)
+    assert _notes(fast) == ["1 of 1 chunks parsed with the general decoder, not the fast parser ('ts' values "
+                            "that are not numbers of at most 3 decimals (1)): the same tables, slower"]
     assert _same(fast, kineto_json.load(str(p), fast=False)) == []
+
+
+def test_on_by_default_and_said_when_numba_cannot_run(tmp_path, monkeypatch):
+    p = tmp_path / "t.pt.trace.json"
+    p.write_text(json.dumps({"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7,
+                                              "ts": 1, "dur": 2, "args": {"stream": 7, "device": 0}}]}))
+    monkeypatch.delenv("TB_COMPARE_FAST_KINETO", raising=False)
+    assert kineto_scan.wanted()
+    assert _notes(kineto_json.load(str(p))) == []
+    monkeypatch.setattr(kineto_scan, "_scan", None)
+    monkeypatch.setattr(kineto_scan, "_import_error", "numba unavailable (ImportError: no numba here)")
+    assert _notes(kineto_json.load(str(p))) == [
+        "parsed with the general decoder, not the fast parser (numba unavailable (ImportError: no numba "
+        "here)): the same tables, several times slower"]
+    monkeypatch.setenv("TB_COMPARE_FAST_KINETO", "0")        # turned off: nothing to say
+    assert not kineto_scan.wanted()
+    assert _notes(kineto_json.load(str(p))) == []
 
 
 @needs_corpus

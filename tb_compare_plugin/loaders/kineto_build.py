@@ -52,6 +52,11 @@ def _innermost(op_g, op_start, op_end, op_parent, g, t) -> np.ndarray:
     return cand
 
 
+# the general decoder parsing less than this (~0.05 s of CPU) is not worth a warning: the tables
+# are the same either way, only the time differs (small hand-made or damaged traces)
+FALLBACK_NOTE_BYTES = 4 << 20
+
+
 def build_profile(col, outside: dict, path: str) -> Profile:
     sym = col.sym
     meta = ProfileMeta(format="trace-json", framework="PyTorch", path=path, files=[path])
@@ -298,6 +303,14 @@ def fill_meta(meta: ProfileMeta, outside: dict, col=None) -> None:
     for label, n in col.neg_args.items():
         w.append(f"{n:,} GPU kernel events have a negative {label!r}: read as unknown")
     w.extend(col.ids.warnings())
+    if col.fast_missing:
+        w.append(f"parsed with the general decoder, not the fast parser ({col.fast_missing}): "
+                 f"the same tables, several times slower")
+    if col.fallbacks and col.fallback_bytes >= FALLBACK_NOTE_BYTES:
+        n = sum(col.fallbacks.values())
+        why = "; ".join(f"{reason} ({k:,})" for reason, k in col.fallbacks.items())
+        w.append(f"{n:,} of {n + col.n_fast:,} chunks parsed with the general decoder, not the fast parser "
+                 f"({why}): the same tables, slower")
 
 
 # ----------------------------------------------------------------------------- API

@@ -79,9 +79,12 @@ class _Collector:
         self.path = path
         # the byte scanner (kineto_fast) when asked for and numba is there; the general decoder for the
         # chunks it refuses
-        self.fast = (kineto_scan.wanted() if fast is None else fast) and kineto_scan.available()
+        want = kineto_scan.wanted() if fast is None else fast
+        self.fast = want and kineto_scan.available()
+        self.fast_missing = kineto_scan.unavailable_reason() if want and not self.fast else None
         self.n_fast = 0
         self.fallbacks: dict[str, int] = {}       # reason -> chunks the general decoder parsed
+        self.fallback_bytes = 0                   # ... and their bytes
         self.sym = SymbolTable()
         self.cat_memo: dict = {}          # raw cat -> index into cat_cls / cat_sym
         self.cat_cls: list[int] = []
@@ -137,6 +140,7 @@ class _Collector:
         self._extract(evs, ts)
         if why is not None:                       # counted once the chunk is known to be a good one
             self.fallbacks[why] = self.fallbacks.get(why, 0) + 1
+            self.fallback_bytes += len(view)
 
     def _decode(self, view, dec) -> list:
         try:
@@ -441,9 +445,12 @@ FAST_CHUNK = 16 << 20       # the scanner's chunks: its per-chunk numpy work is 
 def load(path: str, progress=None, chunk_bytes: int | None = None, fast: bool | None = None) -> Profile:
     """Parse a Kineto trace (plain or gzip JSON) into a Profile.  Raises LoadError on bad input.
 
-    ``fast``: use the byte scanner (:mod:`.kineto_fast`) for the chunks it accepts (default:
-    ``TB_COMPARE_FAST_KINETO=1``; it needs numba); False parses every chunk with the general decoder.  The chunks the scanner
-    refuses are parsed by the general decoder, and the log says so (the profile is the same)."""
+    ``fast``: use the byte scanner (:mod:`.kineto_fast`) for the chunks it accepts (default: yes
+    unless ``TB_COMPARE_FAST_KINETO=0``; it needs numba); False parses every chunk with the general
+    decoder.  The chunks the scanner refuses are parsed by the general decoder, and so is every chunk
+    when numba cannot run; the profile's warnings then say so (the tables are the same).
+    ``chunk_bytes``: the size of the pieces the events array is parsed in (default 16 MB with the
+    scanner, 1 MB without)."""
     path = str(path)
     col = _Collector(path, fast)
     if chunk_bytes is None:
@@ -475,10 +482,6 @@ def load(path: str, progress=None, chunk_bytes: int | None = None, fast: bool | 
         why = "; ".join(prof.meta.warnings) or "none could be read"
         raise LoadError(path, f"the trace holds {col.n_device_seen:,} device events (kernel, memcpy, memset) "
                               f"but none could be loaded ({why})")
-    if col.fallbacks:
-        log.info("%s: %s of %s chunks parsed with the general decoder: %s", path, sum(col.fallbacks.values()),
-                 sum(col.fallbacks.values()) + col.n_fast,
-                 "; ".join(f"{why} ({n})" for why, n in col.fallbacks.items()))
     if progress is not None:
         progress(1.0)
     return prof

@@ -8,15 +8,15 @@ raw-JSON fields, the byte span and two independent 64-bit hashes of it.  The tab
 per event (an event's fields share cache lines).  It validates the JSON it walks (strings, numbers, literals, nesting); anything it
 does not accept makes it return a status other than OK and the chunk goes to the general decoder.
 
-numba is optional (not an install requirement): :func:`available` is False when it cannot be
-imported, and the loader then uses the general decoder for every chunk.  The scanner is used only
-when asked for (``TB_COMPARE_FAST_KINETO=1``, or ``kineto_json.load(..., fast=True)``), see
-:func:`wanted`.  The JIT cache lives under the project's cache folder
-(``<cache dir>/numba``) unless ``NUMBA_CACHE_DIR`` is set.
+The scanner is used by default (``TB_COMPARE_FAST_KINETO=0`` or ``kineto_json.load(..., fast=False)``
+turn it off, :func:`wanted`).  numba is an install requirement; when it cannot be imported or run
+here, :func:`available` is False, the loader uses the general decoder for every chunk and the
+profile's warnings say so.  The JIT cache is a per-user folder (:func:`jit_cache_dir`).
 """
 from __future__ import annotations
 
 import os
+import tempfile
 
 import numpy as np
 
@@ -62,32 +62,53 @@ ARG_TABLE = _key_table(ARG_KEYS, lambda k: _slot(k, False))
 
 
 def wanted() -> bool:
-    """Whether loads use the scanner by default: only when ``TB_COMPARE_FAST_KINETO=1`` for now (it
-    gives the same profiles as the general decoder but is not faster yet; docs/performance.md)."""
-    return os.environ.get("TB_COMPARE_FAST_KINETO", "0").lower() in ("1", "true", "yes", "on")
+    """Whether loads use the scanner: yes unless ``TB_COMPARE_FAST_KINETO`` is 0 / false / no / off
+    (it gives the same profiles as the general decoder, ~2x faster; docs/performance.md)."""
+    return os.environ.get("TB_COMPARE_FAST_KINETO", "1").strip().lower() not in ("0", "false", "no", "off")
 
 
 def available() -> bool:
-    """numba imports (the first call compiles the scanner or loads it from the JIT cache)."""
+    """numba imports and the scanner runs (the first call compiles it, or loads it from the JIT cache)."""
     return _compile() is not None
+
+
+def jit_cache_dir() -> str:
+    """Where numba keeps the compiled scanner: ``$NUMBA_CACHE_DIR`` when set, else a per-user folder
+    that outlives the profile cache (``$XDG_CACHE_HOME`` or ``~/.cache``, ``tb-compare/numba``;
+    ``TB_COMPARE_CACHE_DIR`` is not used: it is often a scratch folder, and a compile costs ~10 s),
+    or the temp folder when that one cannot be written."""
+    if os.environ.get("NUMBA_CACHE_DIR"):
+        return os.environ["NUMBA_CACHE_DIR"]
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    for d in (os.path.join(base, "tb-compare", "numba"),
+              os.path.join(tempfile.gettempdir(), f"tb-compare-numba-{getattr(os, 'getuid', lambda: 0)()}")):
+        try:
+            os.makedirs(d, exist_ok=True)
+        except OSError:
+            continue
+        if os.access(d, os.W_OK):
+            return d
+    return ""
 
 
 def _compile():
     global _scan, _import_error
     if _scan is not None or _import_error is not None:
         return _scan
-    if "NUMBA_CACHE_DIR" not in os.environ:
-        from ..cache import default_dir
-        os.environ["NUMBA_CACHE_DIR"] = os.path.join(default_dir(), "numba")
+    d = jit_cache_dir()
+    if d and "NUMBA_CACHE_DIR" not in os.environ:   # numba reads it when it is first imported
+        os.environ["NUMBA_CACHE_DIR"] = d
     try:
+        from numba.core import config
+        if d and not config.CACHE_DIR:              # numba was imported before: tell it directly
+            config.CACHE_DIR = d
         from . import _kineto_scan_jit as jit
+        _run(jit.scan, np.frombuffer(b'[{"ph": "X", "ts": 1.5, "args": {"grid": [1, 1, 1]}}]', np.uint8))
     except Exception as e:              # numba missing or unusable on this platform
         _import_error = f"numba unavailable ({type(e).__name__}: {e})"
         return None
     _scan = jit.scan
     return _scan
-
-
 def unavailable_reason() -> str | None:
     _compile()
     return _import_error
@@ -96,6 +117,10 @@ def unavailable_reason() -> str | None:
 def scan(buf: np.ndarray):
     """(status, n, kinds[cap, NUM], ivals, fvals, span kinds[cap, SPAN], starts, ends, hashes, second
     hashes): one row per event, so an event's fields sit together in memory."""
+    return _run(_scan, buf)
+
+
+def _run(fn, buf: np.ndarray):
     cap = len(buf) // 24 + 16
     nn, ns = len(NUM_KEYS), len(SPAN_KEYS)
     kn = np.zeros((cap, nn), np.uint8)
@@ -106,5 +131,5 @@ def scan(buf: np.ndarray):
     se = np.empty((cap, ns), np.int64)
     sh = np.empty((cap, ns), np.uint64)
     sg = np.empty((cap, ns), np.int64)
-    status, n = _scan(buf, kn, iv, fv, ks, ss, se, sh, sg, *TOP_TABLE, *ARG_TABLE)
+    status, n = fn(buf, kn, iv, fv, ks, ss, se, sh, sg, *TOP_TABLE, *ARG_TABLE)
     return status, n, kn, iv, fv, ks, ss, se, sh, sg
