@@ -21,8 +21,18 @@ The scratch folder is ``$TB_COMPARE_SCRATCH_DIR`` when set, else /dev/shm, else 
 folder; it and the pools' semaphores are named after this process (:mod:`.leftovers`), and the
 first pool of a process removes what killed processes left.
 
-Without a usable cache the child sends the profile back through the pipe instead; with
-``TB_COMPARE_PROCESSES=0`` everything runs in the calling process.
+Without a usable cache the child leaves the profile in a hand-off folder (or, failing that,
+sends it back through the pipe); with ``TB_COMPARE_PROCESSES=0`` everything runs in the calling
+process.
+
+Per-side work: ``parse(..., side_jobs=...)`` has the child run, after its parse and on its own core,
+the per-side reductions the caller will read (``engines.side_work``: the overall split, the steps,
+the API and kernel statistics, the op tree).  Small values come back pickled with the answer; a
+value with ``to_arrays`` (the op tree, ~240 MB on a 1 GB trace) is written as .npy files in the
+scratch folder and mapped back by the parent (:func:`_spill` / :func:`_unspill`); either way they
+land in the profile's derived-data cache, where the engines look first.  Before that work the
+child hands the heap its parse freed back to the system (``malloc_trim``), and it runs the jobs
+one at a time, a spilled value leaving its memory before the next job starts.
 
 The children never write to the caller's stderr: the fork server, and so every parser process
 forked from it, gets a private (already unlinked) file as its stderr.  Whatever a child prints
