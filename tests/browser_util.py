@@ -1,5 +1,5 @@
 """Helpers for the browser tests: Chromium (its launch flags, the skip without it or Playwright,
-the body of the `browser` fixture), a TensorBoard URL under --path_prefix, a page of the
+its start for the `browser` fixture), a TensorBoard URL under --path_prefix, a page of the
 plugin's tab, the plugin iframe and its URL keys, console-error collection, screenshots (ART),
 reading the plugin's tables, and a VSCode-like outer page."""
 from __future__ import annotations
@@ -62,13 +62,18 @@ class ConsoleWatch:
         return out + [f"404: {u}" for u in bad]
 
 
-def launch_chromium():
-    """Yield one headless Chromium, closed after: the body of the ``browser`` fixture (conftest)."""
+def start_chromium():
+    """(a started sync Playwright, a headless Chromium launched by it): the ``browser`` fixture's
+    (conftest), which stops both; skips without Playwright or Chromium."""
     playwright_api = pytest.importorskip("playwright.sync_api", reason="playwright (Python) is not installed")
-    with playwright_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
-        yield b
-        b.close()
+    if not CHROMIUM.exists():
+        pytest.skip(f"no Chromium at {CHROMIUM} (never `playwright install`)")
+    p = playwright_api.sync_playwright().start()
+    try:
+        return p, p.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
+    except BaseException:
+        p.stop()
+        raise
 
 
 def prefixed_base(server, prefix: str) -> str:

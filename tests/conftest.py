@@ -39,11 +39,66 @@ def deviations_block(name: str) -> dict:
     return json.loads(m.group(1))
 
 
+class _Chromium:
+    """The one headless Chromium of a run of consecutive tests asking for ``browser`` (the browser
+    test modules follow one another): launched by the first, closed right after the last of the
+    run (``pytest_runtest_teardown``), so that one launch serves several modules.  Not kept for
+    the whole session: a live sync Playwright marks an asyncio loop as running in this thread,
+    which other tests (``asyncio.run``, Dask) must not see."""
+    playwright = None
+    chromium = None
+
+    @classmethod
+    def get(cls):
+        if cls.chromium is None:
+            from browser_util import start_chromium
+            cls.playwright, cls.chromium = start_chromium()
+        return cls.chromium
+
+    @classmethod
+    def close(cls) -> None:
+        if cls.playwright is not None:
+            playwright, chromium, cls.playwright, cls.chromium = cls.playwright, cls.chromium, None, None
+            try:
+                chromium.close()
+            finally:
+                playwright.stop()
+
+
+class _ModuleBrowser:
+    """The shared Chromium as one test module sees it: the pages the module opened are closed
+    when the module ends (nothing of one module runs on in the next)."""
+
+    def __init__(self, chromium) -> None:
+        self._chromium = chromium
+        self._pages: list = []
+
+    def new_page(self, *args, **kwargs):
+        page = self._chromium.new_page(*args, **kwargs)
+        self._pages.append(page)
+        return page
+
+    def close_pages(self) -> None:
+        for page in self._pages:
+            if not page.is_closed():
+                page.close()
+
+    def __getattr__(self, name):
+        return getattr(self._chromium, name)
+
+
 @pytest.fixture(scope="module")
 def browser():
-    """One headless Chromium for a test module (skipped without Playwright)."""
-    from browser_util import launch_chromium
-    yield from launch_chromium()
+    """Headless Chromium for a test module (skipped without Playwright): one launch shared with
+    the modules that follow it, each module's pages closed when it ends."""
+    b = _ModuleBrowser(_Chromium.get())
+    yield b
+    b.close_pages()
+
+
+def _close_chromium_after(item, nextitem) -> None:
+    if _Chromium.chromium is not None and (nextitem is None or "browser" not in nextitem.fixturenames):
+        _Chromium.close()
 
 
 @pytest.fixture(scope="session")
@@ -169,9 +224,18 @@ def dask_scheduler():
     _Dask.close()
 
 
-def pytest_runtest_teardown(item, nextitem):
+def _close_dask_after(item) -> None:
     if _Dask.cluster is not None:
         items = item.session.items
         rest = items[items.index(item) + 1:] if item in items else []
         if not any("dask_scheduler" in getattr(i, "fixturenames", ()) for i in rest):
             _Dask.close()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_teardown(item, nextitem):
+    """After an item's fixtures are finalized (a module's pages closed): the shared Chromium and
+    the Dask cluster are closed once no test to come (the next one, for Chromium) needs them."""
+    yield
+    _close_dask_after(item)
+    _close_chromium_after(item, nextitem)
