@@ -27,14 +27,24 @@ GPU = BASE / "worker0.pt.trace.json"
 HTA_CONTROL = CORPUS / "gpu" / "hta_trace_diff" / "control" / "control.pt.trace.json.gz"
 
 
-def tbc(*args, cache=None, env=None):
+def start_tbc(*args, cache=None, env=None) -> subprocess.Popen:
+    """The CLI on ``args``, started (``tbc`` waits for it)."""
     e = dict(os.environ)
     e.pop("TB_COMPARE_CACHE_MAX_MB", None)
     if cache is not None:
         e["TB_COMPARE_CACHE_DIR"] = str(cache)
     e.update(env or {})
     cmd = [sys.executable, "-m", "tb_compare_plugin.cli", *map(str, args), "--no-progress"]
-    return subprocess.run(cmd, capture_output=True, text=True, env=e, timeout=300)
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=e)
+
+
+def finish(proc: subprocess.Popen) -> subprocess.CompletedProcess:
+    out, err = proc.communicate(timeout=300)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
+def tbc(*args, cache=None, env=None):
+    return finish(start_tbc(*args, cache=cache, env=env))
 
 
 def ok(r, reference: str) -> None:
@@ -50,11 +60,12 @@ def warnings_of(r) -> list[str]:
 @pytest.fixture(scope="module")
 def samples_reference(tmp_path_factory):
     """The samples pair without any cache, and a cache filled by one run (copied by the tests
-    that damage it)."""
-    r = tbc(BASE, TARGET, "--no-cache")
-    assert r.returncode == 0, r.stderr
+    that damage it); the two runs side by side."""
     filled = tmp_path_factory.mktemp("filled")
-    ok(tbc(BASE, TARGET, cache=filled), r.stdout)
+    runs = [start_tbc(BASE, TARGET, "--no-cache"), start_tbc(BASE, TARGET, cache=filled)]
+    r, f = (finish(p) for p in runs)
+    assert r.returncode == 0, r.stderr
+    ok(f, r.stdout)
     return r.stdout, filled
 
 

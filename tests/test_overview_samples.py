@@ -2,6 +2,7 @@
 the route's JSON equals the CLI's JSON for the same pair."""
 from __future__ import annotations
 
+import functools
 import json
 import subprocess
 import sys
@@ -17,12 +18,19 @@ RUNS = {"baseline_gpu": ("baseline_gpu/worker0", SAMPLES / "baseline_gpu/worker0
         "target_npu_v2": ("target_npu_v2/rank0_ascend_pt", SAMPLES / "target_npu_v2/rank0_ascend_pt")}
 
 
-def cli_json(base, target, *extra):
+@functools.lru_cache(maxsize=None)
+def _cli_stdout(base, target, *extra) -> str:
     r = subprocess.run([sys.executable, "-m", "tb_compare_plugin.cli", str(RUNS[base][1]),
                         str(RUNS[target][1]), "--json", "-", *extra], capture_output=True, text=True,
                        timeout=120)
     assert r.returncode == 0, r.stderr
-    return json.loads(r.stdout)
+    return r.stdout
+
+
+def cli_json(base, target, *extra):
+    """The CLI's JSON for the pair: the real command, run once per pair and options for the
+    module (the tests read the same pairs), parsed afresh for each caller."""
+    return json.loads(_cli_stdout(base, target, *extra))
 
 
 def rows(payload):
