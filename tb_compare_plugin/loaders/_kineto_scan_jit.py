@@ -501,3 +501,37 @@ def _hash(b, s, e):
     g *= _M2
     g ^= (g >> 27) & 0x1fffffffff
     return h | 3, g
+
+
+@jit
+def first_seen(h):
+    """Number the distinct values of ``h`` (uint64) in order of first appearance: (code of each
+    row, the row where each code first appears).  An open-addressing table, no sort."""
+    n = len(h)
+    bits = 1
+    while (1 << bits) < 2 * n:
+        bits += 1
+    size = 1 << bits
+    shift = np.uint64(64 - bits)
+    slots = np.full(size, -1, np.int64)
+    keys = np.empty(size, np.uint64)
+    codes = np.empty(n, np.int64)
+    first = np.empty(n, np.int64)
+    m = 0
+    for r in range(n):
+        x = h[r]
+        p = np.int64((x * np.uint64(0x9E3779B97F4A7C15)) >> shift)
+        while True:
+            c = slots[p]
+            if c < 0:
+                slots[p] = m
+                keys[p] = x
+                first[m] = r
+                codes[r] = m
+                m += 1
+                break
+            if keys[p] == x:
+                codes[r] = c
+                break
+            p = (p + 1) & (size - 1)
+    return codes, first[:m]

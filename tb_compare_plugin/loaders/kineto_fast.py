@@ -113,19 +113,15 @@ class _Chunk:
             h = hk if h is None else h * np.uint64(0x9E3779B97F4A7C15) + hk
         if not len(rows):
             return rows, np.zeros(0, np.int64)
-        u, first, inv = np.unique(h, return_index=True, return_inverse=True)
-        order = np.argsort(first, kind="stable")
-        rank = np.empty(len(u), np.int64)
-        rank[order] = np.arange(len(u))
-        reps = rows[first[order]]
-        codes = rank[inv.reshape(-1)]
-        if len(u) < len(rows):
+        codes, first = ks.first_seen(h)            # codes in order of first sight
+        reps = rows[first]
+        if len(first) < len(rows):
             # rows of equal hash must have equal second hashes (an independent 64-bit hash of the
             # same bytes): 128 bits in all, so a collision between different strings is never met
             for key in keys:
                 f = SPAN[key]
                 g = self.sg[f, rows]
-                if ((g != g[first][inv.reshape(-1)]) & (self.kS[f, rows] == K_STR)).any():
+                if ((g != g[first][codes]) & (self.kS[f, rows] == K_STR)).any():
                     raise Refuse("a hash collision between two different strings")
         return reps, codes
 

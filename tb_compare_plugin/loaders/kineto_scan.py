@@ -27,6 +27,7 @@ from .kineto_scan_codes import (ARG_KEYS, BAD_JSON, ESC_KEY, K_ABSENT, K_FLOAT, 
 
 _scan = None
 _import_error = None
+first_seen = None           # _kineto_scan_jit.first_seen once compiled
 
 
 def key_code(key: bytes) -> int:
@@ -104,9 +105,12 @@ def _compile():
             config.CACHE_DIR = d
         from . import _kineto_scan_jit as jit
         _run(jit.scan, np.frombuffer(b'[{"ph": "X", "ts": 1.5, "args": {"grid": [1, 1, 1]}}]', np.uint8))
+        jit.first_seen(np.zeros(2, np.uint64))
     except Exception as e:              # numba missing or unusable on this platform
         _import_error = f"numba unavailable ({type(e).__name__}: {e})"
         return None
+    global first_seen
+    first_seen = jit.first_seen
     _scan = jit.scan
     return _scan
 def unavailable_reason() -> str | None:
