@@ -95,6 +95,11 @@ def test_on_by_default_and_said_when_numba_cannot_run(tmp_path, monkeypatch):
                                               "ts": 1, "dur": 2, "args": {"stream": 7, "device": 0}}]}))
     monkeypatch.delenv("TB_COMPARE_FAST_KINETO", raising=False)
     assert kineto_scan.wanted()
+    # by default only big traces take the scanner (its set-up costs more than a small parse)
+    assert not kineto_scan.wanted(1 << 20, "t.json") and not kineto_scan.wanted(4 << 20, "t.json.gz")
+    assert kineto_scan.wanted(kineto_scan.FAST_MIN_BYTES, "t.json")
+    assert kineto_scan.wanted(kineto_scan.FAST_MIN_BYTES // 8, "t.json.gz")
+    monkeypatch.setattr(kineto_scan, "FAST_MIN_BYTES", 1)      # this tiny trace counts as big
     assert _notes(kineto_json.load(str(p))) == []
     monkeypatch.setattr(kineto_scan, "_scan", None)
     monkeypatch.setattr(kineto_scan, "_import_error", "numba unavailable (ImportError: no numba here)")
@@ -104,6 +109,10 @@ def test_on_by_default_and_said_when_numba_cannot_run(tmp_path, monkeypatch):
     monkeypatch.setenv("TB_COMPARE_FAST_KINETO", "0")        # turned off: nothing to say
     assert not kineto_scan.wanted()
     assert _notes(kineto_json.load(str(p))) == []
+    monkeypatch.setenv("TB_COMPARE_FAST_KINETO", "1")        # asked for: any size
+    monkeypatch.setattr(kineto_scan, "FAST_MIN_BYTES", 1 << 40)
+    assert kineto_scan.wanted(10, "t.json")
+    assert _notes(kineto_json.load(str(p))) != []
 
 
 @needs_corpus

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 from operator import itemgetter
 
@@ -79,7 +80,12 @@ class _Collector:
         self.path = path
         # the byte scanner (kineto_fast) when asked for and numba is there; the general decoder for the
         # chunks it refuses
-        want = kineto_scan.wanted() if fast is None else fast
+        if fast is None:
+            try:
+                fast = kineto_scan.wanted(os.path.getsize(path), path)
+            except OSError:                       # the read below names the problem
+                fast = False
+        want = fast
         self.fast = want and kineto_scan.available()
         self.fast_missing = kineto_scan.unavailable_reason() if want and not self.fast else None
         self.n_fast = 0

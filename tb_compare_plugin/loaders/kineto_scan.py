@@ -62,10 +62,23 @@ TOP_TABLE = _key_table(TOP_KEYS, lambda k: _slot(k, True))
 ARG_TABLE = _key_table(ARG_KEYS, lambda k: _slot(k, False))
 
 
-def wanted() -> bool:
-    """Whether loads use the scanner: yes unless ``TB_COMPARE_FAST_KINETO`` is 0 / false / no / off
-    (it gives the same profiles as the general decoder, ~2x faster; docs/performance.md)."""
-    return os.environ.get("TB_COMPARE_FAST_KINETO", "1").strip().lower() not in ("0", "false", "no", "off")
+FAST_MIN_BYTES = 64 << 20
+"""Traces smaller than this (a ``.gz`` counted at 8x its size) use the general decoder unless the
+scanner is asked for: a process's first scan costs ~0.8 s of CPU (importing numba, loading the compiled
+scanner), which the scanner wins back only over ~100 MB of JSON."""
+
+
+def wanted(size: int | None = None, path: str = "") -> bool:
+    """Whether a load of ``size`` bytes (``path`` tells a gzip file) uses the scanner.
+    ``TB_COMPARE_FAST_KINETO``: 0 / false / no / off never, 1 / true / yes / on always, unset or auto
+    from :data:`FAST_MIN_BYTES` on (it gives the same profiles as the general decoder, ~2x faster on
+    big traces; docs/performance.md)."""
+    v = os.environ.get("TB_COMPARE_FAST_KINETO", "auto").strip().lower()
+    if v in ("0", "false", "no", "off"):
+        return False
+    if v in ("1", "true", "yes", "on") or size is None:
+        return True
+    return size * (8 if path.endswith(".gz") else 1) >= FAST_MIN_BYTES
 
 
 def available() -> bool:
