@@ -57,14 +57,15 @@ _EXERCISED: set[str] = set()        # profiles the engines already ran on withou
 
 
 def profile_key(prof) -> str:
-    """Digest of everything an engine can read (tables, symbols, meta but its paths)."""
+    """Digest of everything an engine can read (tables, symbols, meta but its paths and its warnings:
+    no engine reads the warnings; the overview's payload only lists them, see :func:`exercise`)."""
     import pandas as pd
     h = hashlib.sha1()
     for name in sorted(prof.tables):
         h.update(name.encode())
         h.update(pd.util.hash_pandas_object(prof.tables[name], index=False).to_numpy().tobytes())
     h.update("\0".join(prof.symbols._strings).encode("utf-8", "surrogatepass"))
-    meta = {k: v for k, v in prof.meta.to_dict().items() if k not in ("path", "files")}
+    meta = {k: v for k, v in prof.meta.to_dict().items() if k not in ("path", "files", "warnings")}
     h.update(json.dumps(meta, sort_keys=True, default=str).encode())
     return h.hexdigest()
 
@@ -73,11 +74,13 @@ def exercise(prof) -> None:
     """Every engine on (prof, prof), the overall JSON payload, and the E2E invariant.
 
     Engines are pure functions of the profiles: a profile identical to one already exercised
-    (e.g. the same CSV with its columns reordered) would give identical results, so it is skipped."""
+    (e.g. the same CSV with its columns reordered, or the same rows with other load warnings) would
+    give identical results, so only the part of the payload its warnings change is made again."""
     from tb_compare_plugin.http import dumps
-    from tb_compare_plugin.presenters.overall_json import overall_payload
+    from tb_compare_plugin.presenters.overall_json import load_warnings, overall_payload
     key = profile_key(prof)
     if key in _EXERCISED:
+        dumps(load_warnings(Comparison(prof, prof)))
         return
     cmp = Comparison(prof, prof)
     for name in ENGINES:
