@@ -211,10 +211,7 @@ def _plan(col, ch: _Chunk) -> dict:
         if len(ph_vals) else 0
 
     def pick(*codes, dur=True):
-        m = cls == codes[0]
-        for c in codes[1:]:
-            m |= cls == c
-        idx = np.flatnonzero(m)
+        idx = np.flatnonzero(np.isin(cls, codes))
         if not len(idx):
             return None
         g = {"idx": idx, "cls": cls[idx], "ts": ts[idx]}

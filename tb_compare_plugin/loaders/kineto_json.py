@@ -249,10 +249,7 @@ class _Collector:
 
         def pick(*codes, dur=True):
             """(their events, their columns) for the event classes ``codes`` (None: no such event)."""
-            m = cls == codes[0]
-            for c in codes[1:]:
-                m |= cls == c
-            idx = np.flatnonzero(m)
+            idx = np.flatnonzero(np.isin(cls, codes))
             if not len(idx):
                 return [], None
             sub = [evs[i] for i in idx.tolist()]
