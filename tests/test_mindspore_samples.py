@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import csv
 import json
-import subprocess
-import sys
 
 import openpyxl
 import pytest
 
+from cli_inproc import run_cli
 from conftest import SAMPLES
 from tb_compare_plugin.comparison import Comparison
 from tb_compare_plugin.discovery.paths import classify_path
@@ -166,9 +165,7 @@ def test_mindspore_vs_gpu_every_view_says_why(client):
 
 def _cli(tmp_path, base, target, *extra):
     j, x = tmp_path / "out.json", tmp_path / "out.xlsx"
-    r = subprocess.run([sys.executable, "-m", "tb_compare_plugin.cli", str(base), str(target), "--no-progress",
-                        "--no-cache", "--json", str(j), "--xlsx", str(x), "--steps", *extra],
-                       capture_output=True, text=True, timeout=600)
+    r = run_cli(base, target, "--no-progress", "--no-cache", "--json", j, "--xlsx", x, "--steps", *extra)
     assert r.returncode == 0, r.stderr
     return json.loads(j.read_text()), openpyxl.load_workbook(x)
 

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import csv
 import json
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from cli_inproc import run_cli
 from conftest import CORPUS, SAMPLES, needs_corpus
 from tb_compare_plugin.discovery.paths import classify_path
 from tb_compare_plugin.engines.kernel import compare_kernels
@@ -124,9 +124,7 @@ def test_planted_slower_matmul_is_the_top_kernel_row(profiles):
 
 def _cli(tmp_path, base, target, *extra):
     j, x = tmp_path / "out.json", tmp_path / "out.xlsx"
-    r = subprocess.run([sys.executable, "-m", "tb_compare_plugin.cli", str(base), str(target), "--no-progress",
-                        "--no-cache", "--json", str(j), "--xlsx", str(x), "--steps", *extra],
-                       capture_output=True, text=True, timeout=600)
+    r = run_cli(base, target, "--no-progress", "--no-cache", "--json", j, "--xlsx", x, "--steps", *extra)
     assert r.returncode == 0, r.stderr
     assert x.stat().st_size > 0
     return json.loads(j.read_text())

@@ -9,21 +9,18 @@ row.  The only exception is named in docs/deviations.md's machine-readable block
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
 
 import overall_golden as og
+from cli_inproc import run_cli
 from conftest import CORPUS, needs_corpus
 
 
 def cli_json(tmp_path, pair: str, *extra) -> dict:
     _, base, target = og.PAIRS[pair]
     out = tmp_path / f"{pair}.json"
-    r = subprocess.run([sys.executable, "-m", "tb_compare_plugin.cli", str(CORPUS / base), str(CORPUS / target),
-                        "--json", str(out), "--quiet", "--no-progress", *extra],
-                       capture_output=True, text=True, timeout=600)
+    r = run_cli(CORPUS / base, CORPUS / target, "--json", out, "--quiet", "--no-progress", *extra)
     assert r.returncode == 0, r.stderr
     assert "Traceback" not in r.stderr
     return json.loads(out.read_text())

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import functools
 import json
-import subprocess
-import sys
 
 import pytest
 
+from cli_inproc import run_cli
 from conftest import SAMPLES
 from test_plugin_routes import PREFIX, make_client
 
@@ -20,16 +19,15 @@ RUNS = {"baseline_gpu": ("baseline_gpu/worker0", SAMPLES / "baseline_gpu/worker0
 
 @functools.lru_cache(maxsize=None)
 def _cli_stdout(base, target, *extra) -> str:
-    r = subprocess.run([sys.executable, "-m", "tb_compare_plugin.cli", str(RUNS[base][1]),
-                        str(RUNS[target][1]), "--json", "-", *extra], capture_output=True, text=True,
-                       timeout=120)
+    r = run_cli(RUNS[base][1], RUNS[target][1], "--json", "-", *extra)
     assert r.returncode == 0, r.stderr
     return r.stdout
 
 
 def cli_json(base, target, *extra):
-    """The CLI's JSON for the pair: the real command, run once per pair and options for the
-    module (the tests read the same pairs), parsed afresh for each caller."""
+    """The CLI's JSON for the pair: the command's ``main`` in this process (cli_inproc), run once
+    per pair and options for the module (the tests read the same pairs), parsed afresh for each
+    caller."""
     return json.loads(_cli_stdout(base, target, *extra))
 
 

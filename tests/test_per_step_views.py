@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import io
 import json
-import subprocess
-import sys
 import time
 
 import openpyxl
 import pytest
 
+from cli_inproc import run_cli
 from conftest import CORPUS, needs_corpus
 from test_plugin_routes import PREFIX, make_client
 
@@ -140,10 +139,7 @@ def test_workbook_follows_the_overview(client):
 
 
 def _cli(*args, cache_dir):
-    import os
-    env = {**os.environ, "TB_COMPARE_CACHE_DIR": str(cache_dir)}
-    return subprocess.run([sys.executable, "-m", "tb_compare_plugin.cli", str(CORPUS / GPU), str(CORPUS / NPU),
-                           "--no-progress", *map(str, args)], capture_output=True, text=True, timeout=300, env=env)
+    return run_cli(CORPUS / GPU, CORPUS / NPU, "--no-progress", *args, env={"TB_COMPARE_CACHE_DIR": cache_dir})
 
 
 def test_cli_json_and_workbook_follow_the_switch(tmp_path, cache_dir):

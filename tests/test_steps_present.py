@@ -9,11 +9,11 @@ import io
 import json
 import math
 import subprocess
-import sys
 
 import openpyxl
 import pytest
 
+import cli_inproc
 from conftest import CORPUS, SAMPLES, needs_corpus
 from test_plugin_routes import PREFIX, make_client, post_until_done
 
@@ -27,9 +27,8 @@ NPU_RUN = "npu/alexnet_ddp_2rank_level1"
 
 
 def run_cli(*args) -> tuple[int, str, str]:
-    """``tb-compare`` in a subprocess: (exit code, stdout, stderr)."""
-    r = subprocess.run([sys.executable, "-m", "tb_compare_plugin.cli", *map(str, args), "--no-progress"],
-                       capture_output=True, text=True, timeout=300)
+    """``tb-compare`` (its ``main``, in this process: cli_inproc): (exit code, stdout, stderr)."""
+    r = cli_inproc.run_cli(*args, "--no-progress")
     return r.returncode, r.stdout, r.stderr
 
 
