@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from cli_inproc import run_cli
 from conftest import CORPUS, needs_corpus
 from tb_compare_plugin.loaders.bytesource import ByteSource
 
@@ -64,8 +65,7 @@ def _sha_of_stream(path: Path) -> tuple[str, int]:
 
 
 def _cli_json(path: Path, target: Path = None) -> str:
-    r = subprocess.run([sys.executable, "-m", "tb_compare_plugin.cli", str(path), str(target or path), "--no-cache",
-                        "--no-progress", "-q", "--json", "-"], capture_output=True, text=True, timeout=300)
+    r = run_cli(path, target or path, "--no-cache", "--no-progress", "-q", "--json", "-")     # in this process
     assert r.returncode == 0, r.stderr
     return r.stdout
 

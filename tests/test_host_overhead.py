@@ -8,11 +8,10 @@ Chromium, screenshot test-artifacts/host_overhead_overview.png).  One parse per 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
 
+from cli_inproc import run_cli
 from conftest import ROOT, SAMPLES
 from tb_compare_plugin.comparison import Comparison
 from tb_compare_plugin.engines.host_overhead import PARTS, compare_host_overhead, side_host_overhead
@@ -91,8 +90,7 @@ def test_workbook_sheet(profiles, tmp_path):
 
 
 def cli_json(base, target):
-    r = subprocess.run([sys.executable, "-m", "tb_compare_plugin.cli", str(SAMPLES / base), str(SAMPLES / target),
-                        "--json", "-", "--quiet"], capture_output=True, text=True, timeout=180)
+    r = run_cli(SAMPLES / base, SAMPLES / target, "--json", "-", "--quiet")
     assert r.returncode == 0, r.stderr
     return json.loads(r.stdout)
 

@@ -7,11 +7,10 @@ import collections
 import csv
 import json
 import shutil
-import subprocess
-import sys
 
 import pytest
 
+from cli_inproc import run_cli
 from conftest import CORPUS, needs_corpus
 
 LEGACY = CORPUS / "npu/mindspore_legacy_run1/profiler"
@@ -155,11 +154,9 @@ def test_no_timeline_still_has_steps(tmp_path):
 def test_cli_pairs_json_and_xlsx(tmp_path, other, ms_first):
     pair = (LEGACY, other) if ms_first else (other, LEGACY)
     out, xlsx = tmp_path / "o.json", tmp_path / "o.xlsx"
-    cmd = [sys.executable, "-m", "tb_compare_plugin.cli", *map(str, pair), "--json", str(out),
-           "--xlsx", str(xlsx), "--no-progress", "--quiet", "--enable-profiling-compare",
-           "--enable-operator-compare", "--enable-kernel-compare", "--enable-steps-compare",
-           "--enable-communication-compare", "--enable-memory-compare", "--enable-api-compare"]
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    r = run_cli(*pair, "--json", out, "--xlsx", xlsx, "--no-progress", "--quiet", "--enable-profiling-compare",
+                "--enable-operator-compare", "--enable-kernel-compare", "--enable-steps-compare",
+                "--enable-communication-compare", "--enable-memory-compare", "--enable-api-compare")
     assert r.returncode == 0, r.stderr
     assert "Traceback" not in r.stderr
     doc = json.loads(out.read_text())
@@ -267,11 +264,10 @@ def _load_msprof(path):
 @pytest.mark.parametrize("other", [GPU, ASCEND_PT], ids=["gpu", "ascend-pt"])
 def test_msprof_against_gpu_and_ascend_cli(tmp_path, other):
     out, xlsx = tmp_path / "o.json", tmp_path / "o.xlsx"
-    cmd = [sys.executable, "-m", "tb_compare_plugin.cli", str(other), str(MSPROF_DEVS[0]), "--json", str(out),
-           "--xlsx", str(xlsx), "--no-progress", "--quiet", "--enable-profiling-compare",
-           "--enable-operator-compare", "--enable-kernel-compare", "--enable-steps-compare",
-           "--enable-communication-compare", "--enable-memory-compare", "--enable-api-compare"]
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    r = run_cli(other, MSPROF_DEVS[0], "--json", out, "--xlsx", xlsx, "--no-progress", "--quiet",
+                "--enable-profiling-compare", "--enable-operator-compare", "--enable-kernel-compare",
+                "--enable-steps-compare", "--enable-communication-compare", "--enable-memory-compare",
+                "--enable-api-compare")
     assert r.returncode == 0, r.stderr
     doc = json.loads(out.read_text())
     assert doc["target"]["format"] == "mindspore-msprof" and doc["steps_count"]["target"] == 10

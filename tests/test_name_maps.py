@@ -10,13 +10,12 @@ from __future__ import annotations
 import io
 import json
 import os
-import subprocess
-import sys
 import urllib.error
 import urllib.parse
 
 import pytest
 
+from cli_inproc import run_cli
 from conftest import CORPUS, needs_corpus
 from overall_golden import PAIRS
 from tbserver import TensorBoard, wait_for
@@ -124,7 +123,9 @@ def ready(tb, path: str):
     """POST the route (may parse) until it answers 200."""
     def once():
         try:
-            return post(tb, path.split("?")[0], dict(urllib.parse.parse_qsl(path.split("?")[1])))
+            body = post(tb, path.split("?")[0], dict(urllib.parse.parse_qsl(path.split("?")[1])))
+            # urllib raises for 4xx/5xx only: a 202 (still loading) comes back as its JSON
+            return None if isinstance(body, dict) and body.get("status") == "loading" else body
         except urllib.error.HTTPError as e:
             if e.code == 202:
                 return None
@@ -190,10 +191,8 @@ def test_pair_changes_every_view_and_the_cli_agrees(tb, export_dir, cache_dir, t
 
     # the CLI reading the saved file gives the tab's rows
     out = tmp_path / "cli.json"
-    env = {**os.environ, "TB_COMPARE_CACHE_DIR": str(cache_dir)}
-    r = subprocess.run([sys.executable, "-m", "tb_compare_plugin.cli", str(CORPUS / GPU_FILE), str(CORPUS / NPU_DIR),
-                        "--op-name-map", path, "--json", str(out), "-q"], env=env, capture_output=True, text=True,
-                       timeout=300)
+    r = run_cli(CORPUS / GPU_FILE, CORPUS / NPU_DIR, "--op-name-map", path, "--json", out, "-q",
+                env={"TB_COMPARE_CACHE_DIR": cache_dir})
     assert r.returncode == 0, r.stderr
     cli = json.loads(out.read_text())["operators"]
     assert cli["rows"] == after
