@@ -16,6 +16,7 @@ need a field that was not kept, the file is decoded again keeping every field of
 """
 from __future__ import annotations
 
+import os
 import re
 from itertools import compress
 from operator import attrgetter
@@ -25,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from ..gcpause import gc_paused
-from . import jsonstream
+from . import ascend_fast, jsonstream
 from .ascend_columns import Field, ints as _ints, objects, plain_text, ts_ns
 from .ascend_events import (DECODER as _DECODER, G_ALL, G_DEV, G_HCCL, G_HW, G_OPS, G_PY, G_SKIP, GROUP_FIELDS,
                             HCCL as _HCCL, HW as _HW, NO_ARGS, OPS as _OPS, PY as _PY, TEXT as _TEXT,
@@ -69,6 +70,11 @@ class _Collector:
 
     def __init__(self, path: str, full: bool, hints: dict) -> None:
         self.path = path
+        self.fast = None                  # the byte scanner (ascend_fast), see use_scanner
+        self.fast_missing = None
+        self.n_fast = 0
+        self.fallbacks: dict[str, int] = {}       # reason -> chunks the general decoder parsed
+        self.fallback_bytes = 0                   # ... and their bytes
         self.full = full                  # keep every args field of every X event
         self.n_events = 0
         self.meta: list = []              # (name, pid, tid, args) of M events, file order
@@ -86,7 +92,33 @@ class _Collector:
         self.fl_f: list = []
         self.fl_cls: list = []
 
+    def use_scanner(self) -> None:
+        """Offer each chunk to the byte scanner first (when numba runs here; else say why not)."""
+        if ascend_fast.available():
+            self.fast = ascend_fast.Scanner()
+        else:
+            self.fast_missing = ascend_fast.unavailable_reason()
+
+    def x_classes(self) -> np.ndarray:
+        """Class of each X event of the chunk just added (from its "cat")."""
+        return _classes(self.x["cat"], self.cat_class, _CAT_CLASS)
+
+    def flow_classes(self) -> np.ndarray:
+        return _classes(self.fl["cat"], self.fl_class, _FLOW_CLASS)
+
     def __call__(self, view) -> None:
+        why = None
+        if self.fast is not None:
+            why = self.fast.take(self, view)
+            if why is None:
+                self.n_fast += 1
+                return
+        self._general(view)
+        if why is not None:                           # counted once the chunk is known to be a good one
+            self.fallbacks[why] = self.fallbacks.get(why, 0) + 1
+            self.fallback_bytes += len(view)
+
+    def _general(self, view) -> None:
         typed = True                                  # (see ascend_events: the same values either way)
         try:
             evs = _TYPED_DECODER.decode(view)
@@ -126,7 +158,7 @@ class _Collector:
         x["dur"].add([e.dur for e in xs], "F" if typed else "f")
         x["cat"].add([e.cat for e in xs], "s")
         self.x_ts.append(ts_ns([e.ts for e in xs]))
-        cls = _classes(x["cat"], self.cat_class, _CAT_CLASS)
+        cls = self.x_classes()
         self.x_cls.append(cls)
         group = self._groups(x["pid"].pieces[-1], cls)
         self.x_group.append(group)
@@ -147,7 +179,7 @@ class _Collector:
         fl["pid"].add([e.pid for e in flows], "I" if typed else "i")
         fl["tid"].add([e.tid for e in flows], "I" if typed else "i")
         fl["cat"].add([e.cat for e in flows], "s")
-        fcls = _classes(fl["cat"], self.fl_class, _FLOW_CLASS)
+        fcls = self.flow_classes()
         if fcls.any():                            # ids only of the flows the tables pair up
             fl["id"].add([e.id for e in (flows if fcls.all() else compress(flows, fcls.tolist()))], "i")
         self.fl_ts.append(ts_ns([e.ts for e in flows]))
@@ -242,6 +274,15 @@ class Trace:
         self._warn(x["cat"].count_odd() + col.fl["cat"].count_odd(),
                    "event(s) with a 'cat' that is not text were not classified")
         self._warn(odd_meta, "metadata event(s) with a name or pid that is not usable were ignored")
+        if col.fast_missing:
+            self.warnings.append(f"{TRACE}: parsed with the general decoder, not the fast scanner "
+                                 f"({col.fast_missing}): the same tables, slower")
+        if col.fallbacks and col.fallback_bytes >= ascend_fast.FALLBACK_NOTE_BYTES:
+            k = sum(col.fallbacks.values())
+            why = "; ".join(f"{reason} ({c:,})" for reason, c in col.fallbacks.items())
+            self.warnings.append(f"{TRACE}: {k:,} of {k + col.n_fast:,} chunks ({col.fallback_bytes / 1e6:,.0f} MB) "
+                                 f"parsed with the general decoder, not the fast scanner ({why}): the same "
+                                 "tables, slower")
         masks = {"hw": role == 1, "hccl": role == 2, "ovl": role == 3, "ops": host & (cls == 1),
                  "py": host & (cls == 2)}
         idxs = {kind: np.flatnonzero(m & ok) for kind, m in masks.items()}
@@ -381,10 +422,17 @@ def parse_trace(path: str, chunk_bytes: int | None = None, progress=None) -> Tra
 def _decode(path: str, hints, chunk_bytes, progress) -> Trace:
     """The chunked decode: first keeping only the fields the trace seems to need, then, if a later
     event turns out to need more (``_Redo``), once more keeping every field."""
+    try:
+        fast = ascend_fast.wanted(os.path.getsize(path))
+    except OSError:
+        fast = False
     for full in (False, True):
         col = _Collector(path, full, hints)
+        if fast:
+            col.use_scanner()
+        size = chunk_bytes or (ascend_fast.FAST_CHUNK if col.fast is not None else CHUNK_BYTES)
         try:
-            for _ in jsonstream.iter_event_chunks(path, col, chunk_bytes=chunk_bytes or CHUNK_BYTES,
+            for _ in jsonstream.iter_event_chunks(path, col, chunk_bytes=size,
                                                   progress=None if full else progress):
                 pass
         except LoadError as exc:

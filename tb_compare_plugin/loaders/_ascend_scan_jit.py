@@ -1,0 +1,457 @@
+"""The numba-compiled body of :mod:`.ascend_fast` (imported only when numba is present).
+
+:func:`scan` walks one chunk ``[ev, ev, ...]`` of an Ascend ``trace_view.json`` once and fills one
+row per event of a kinds table (uint8) and a values table (int64), plus the ``dur`` doubles.  Text
+values of the fields the loader reads are not copied: each gets an id from a table of distinct raw
+spans that lives across chunks (two 64-bit hashes and the length of the raw bytes between the
+quotes); the spans first seen in this chunk are listed so the caller decodes each distinct text once.
+It checks the JSON it walks at least as strictly as msgspec does (grammar, escapes, control
+characters, nesting); anything it does not accept, or cannot read exactly, returns a status other
+than OK and the caller hands the chunk to the general decoder.
+"""
+import numba as nb
+import numpy as np
+
+# statuses
+OK, BAD, ODD, FULL, TOO_MANY = 0, 1, 2, 3, 4
+# value kinds (kinds table)
+K_ABSENT, K_NULL, K_INT, K_STR, K_FLOAT, K_OBJ, K_OTHER, K_HARD = 0, 1, 2, 3, 4, 5, 6, 7
+# K_HARD: a dur this scanner does not read exactly; its value is (start << 32) | end of its text
+# columns of the kinds / values tables
+F_PID, F_TID, F_TS, F_ID, F_NAME, F_CAT, F_PH, F_ARGS, F_DUR, F_START, F_END, F_A0 = range(12)
+# top-level keys (index = column), then the args keys from F_A0 on
+TOP_KEYS = ("pid", "tid", "ts", "id", "name", "cat", "ph", "args", "dur")
+# how a top-level value is read: 0 skip, 1 int, 2 ts text, 3 interned text or int (id), 4 text, 5 dur
+TOP_MODE = (1, 1, 2, 3, 4, 4, 6, 7, 5)
+MAX_DEPTH = 48
+
+_H0 = -3750763034362895579
+_HP = 0x100000001b3
+_M1 = -49064778989728563
+_G0 = 0x2545F4914F6CDD1D
+_GP = -7046029254386353131
+_M2 = -4658895280553007687
+_POW10 = np.array([10.0 ** k for k in range(23)])
+
+jit = nb.njit(cache=True, nogil=True, boundscheck=False)
+inline = nb.njit(cache=True, nogil=True, boundscheck=False, inline="always")
+
+
+@inline
+def _ws(b, i, n):
+    while i < n and (b[i] == 32 or b[i] == 10 or b[i] == 13 or b[i] == 9):
+        i += 1
+    return i
+
+
+@inline
+def _str_end(b, i, n, allow_u):
+    """b[i] is just after an opening quote: the index of the closing quote; -1 bad JSON, -2 a
+    \\u escape where ``allow_u`` is False (msgspec checks those even in values it skips)."""
+    j = i
+    while True:
+        while j < n and b[j] != 34 and b[j] != 92 and b[j] >= 32:
+            j += 1
+        if j >= n:
+            return -1
+        c = b[j]
+        if c == 34:
+            return j
+        if c != 92:
+            return -1                                   # a control character
+        if j + 1 >= n:
+            return -1
+        d = b[j + 1]
+        if d == 117:
+            if not allow_u:
+                return -2
+            if j + 5 >= n:
+                return -1
+            for q in range(j + 2, j + 6):
+                h = b[q]
+                if not ((48 <= h <= 57) or (65 <= h <= 70) or (97 <= h <= 102)):
+                    return -1
+            j += 6
+        elif d == 34 or d == 92 or d == 47 or d == 98 or d == 102 or d == 110 or d == 114 or d == 116:
+            j += 2
+        else:
+            return -1
+
+
+@inline
+def _num_end(b, i, n):
+    """A JSON number at b[i]: (end, is_int, digits before the dot, digits after, exponent seen,
+    v); v is the value of all the digits (the dot left out) when they are at most 18, or an int of
+    19 digits within int64; -1 for a longer int, 2**53 when there are more than 18 digits with a
+    dot.  End -1 when it is not a JSON number."""
+    if b[i] == 45:
+        i += 1
+    if i >= n or not (48 <= b[i] <= 57):
+        return -1, False, 0, 0, False, 0
+    if b[i] == 48 and i + 1 < n and 48 <= b[i + 1] <= 57:
+        return -1, False, 0, 0, False, 0
+    v = 0
+    wd = 0
+    while i < n and 48 <= b[i] <= 57:
+        d = b[i] - 48
+        if wd < 18 or (wd == 18 and (v < 922337203685477580 or (v == 922337203685477580 and d <= 7))):
+            v = v * 10 + d
+        elif wd == 18:
+            v = -1                                      # beyond int64
+        wd += 1
+        i += 1
+    fd = 0
+    isint = True
+    if i < n and b[i] == 46:
+        isint = False
+        i += 1
+        if i >= n or not (48 <= b[i] <= 57):
+            return -1, False, 0, 0, False, 0
+        while i < n and 48 <= b[i] <= 57:
+            if wd + fd < 18:
+                v = v * 10 + (b[i] - 48)
+            else:
+                v = 9007199254740992                   # (only the 18 first digits are kept)
+            fd += 1
+            i += 1
+    exp = False
+    if i < n and (b[i] == 101 or b[i] == 69):
+        isint = False
+        exp = True
+        i += 1
+        if i < n and (b[i] == 43 or b[i] == 45):
+            i += 1
+        if i >= n or not (48 <= b[i] <= 57):
+            return -1, False, 0, 0, False, 0
+        while i < n and 48 <= b[i] <= 57:
+            i += 1
+    return i, isint, wd, fd, exp, v
+
+
+@inline
+def _skip(b, i, n, stack):
+    """Skip the JSON value at b[i] (nested values included): the index after it; -1 bad JSON,
+    -2 something the scanner leaves to the general decoder."""
+    depth = 0
+    while True:
+        i = _ws(b, i, n)
+        if i >= n:
+            return -1
+        c = b[i]
+        if c == 123 or c == 91:                         # open: first member / element, or empty
+            if depth >= MAX_DEPTH:
+                return -2
+            stack[depth] = c
+            depth += 1
+            i = _ws(b, i + 1, n)
+            if i >= n:
+                return -1
+            if (c == 123 and b[i] == 125) or (c == 91 and b[i] == 93):
+                depth -= 1
+                i += 1
+            elif c == 123:
+                if b[i] != 34:
+                    return -1
+                j = _str_end(b, i + 1, n, False)
+                if j < 0:
+                    return j
+                i = _ws(b, j + 1, n)
+                if i >= n or b[i] != 58:
+                    return -1
+                i += 1
+                continue
+            else:
+                continue
+        elif c == 34:
+            j = _str_end(b, i + 1, n, False)
+            if j < 0:
+                return j
+            i = j + 1
+        elif c == 45 or 48 <= c <= 57:
+            i = _num_end(b, i, n)[0]
+            if i < 0:
+                return -1
+        elif c == 116 and i + 4 <= n and b[i + 1] == 114 and b[i + 2] == 117 and b[i + 3] == 101:
+            i += 4
+        elif c == 102 and i + 5 <= n and b[i + 1] == 97 and b[i + 2] == 108 and b[i + 3] == 115 and b[i + 4] == 101:
+            i += 5
+        elif c == 110 and i + 4 <= n and b[i + 1] == 117 and b[i + 2] == 108 and b[i + 3] == 108:
+            i += 4
+        else:
+            return -1
+        while True:                                     # after a value: close containers or go on
+            if depth == 0:
+                return i
+            i = _ws(b, i, n)
+            if i >= n:
+                return -1
+            c = b[i]
+            top = stack[depth - 1]
+            if c == 44:
+                i = _ws(b, i + 1, n)
+                if top == 123:
+                    if i >= n or b[i] != 34:
+                        return -1
+                    j = _str_end(b, i + 1, n, False)
+                    if j < 0:
+                        return j
+                    i = _ws(b, j + 1, n)
+                    if i >= n or b[i] != 58:
+                        return -1
+                    i += 1
+                break
+            if (top == 123 and c == 125) or (top == 91 and c == 93):
+                depth -= 1
+                i += 1
+                continue
+            return -1
+
+
+@inline
+def _key(b, s, e, kb, koff, klut):
+    """Index of the key b[s:e] in the key table, -1 when it is not one."""
+    ln = e - s
+    if ln <= 0:
+        return -1
+    k = klut[(((ln & 31) << 7) ^ b[s] ^ (b[e - 1] << 4) ^ (b[s + ln // 2] << 2)) & 4095]
+    if k < 0 or koff[k + 1] - koff[k] != ln:
+        return -1
+    o = koff[k]
+    for q in range(ln):
+        if b[s + q] != kb[o + q]:
+            return -1
+    return k
+
+
+@inline
+def _intern(b, s, e, th, tg, tl, tid, state, new_s, new_e):
+    """Id of the raw text b[s:e] in the cross-chunk table (a new one is listed in new_s/new_e);
+    -1 when the table or the new-span list is full."""
+    h = _H0 ^ (e - s)
+    g = _G0 ^ (e - s)
+    w = 0
+    m = 0
+    for q in range(s, e):
+        w = (w << 8) | b[q]
+        m += 1
+        if m == 8:
+            h = (h ^ w) * _HP
+            g = (g ^ w) * _GP
+            w = 0
+            m = 0
+    h = (h ^ w) * _HP
+    g = (g ^ w) * _GP
+    h ^= (h >> 29) & 0x7ffffffff
+    h *= _M1
+    h ^= (h >> 32) & 0xffffffff
+    g ^= (g >> 31) & 0x1ffffffff
+    g *= _M2
+    g ^= (g >> 27) & 0x1fffffffff
+    mask = len(tid) - 1
+    p = h & mask
+    while True:
+        c = tid[p]
+        if c < 0:
+            break
+        if th[p] == h and tg[p] == g and tl[p] == e - s:
+            return c
+        p = (p + 1) & mask
+    cnt = state[0]
+    k = state[1]
+    if 2 * (cnt + 1) > len(tid) or k >= len(new_s):
+        return -1
+    tid[p] = cnt
+    th[p] = h
+    tg[p] = g
+    tl[p] = e - s
+    new_s[k] = s
+    new_e[k] = e
+    state[0] = cnt + 1
+    state[1] = k + 1
+    return cnt
+
+
+@jit
+def scan(b, K, V, DV, th, tg, tl, tid, state, new_s, new_e, tkb, tkoff, tklut, tmode, akb, akoff, aklut, amode):
+    """Walk ``[ev, ev, ...]`` once: (status, events).  Row ``r`` of K / V holds event r's value
+    kinds and values (column F_*), DV[r] its ``dur``; text values are ids into the distinct-span
+    table (th, tg, tl, tid; ``state`` = [distinct ids so far, new spans in this call])."""
+    n = len(b)
+    cap = K.shape[0]
+    nf = K.shape[1]
+    stack = np.zeros(MAX_DEPTH + 1, np.uint8)
+    state[1] = 0
+    i = _ws(b, 0, n)
+    if i >= n or b[i] != 91:
+        return BAD, 0
+    i = _ws(b, i + 1, n)
+    if i < n and b[i] == 93:
+        i = _ws(b, i + 1, n)
+        return (OK if i == n else BAD), 0
+    ev = 0
+    while True:                                         # one event per turn
+        if i >= n:
+            return BAD, ev
+        if b[i] != 123:
+            return ODD, ev
+        if ev >= cap:
+            return TOO_MANY, ev
+        for f in range(nf):
+            K[ev, f] = K_ABSENT
+        V[ev, F_START] = i
+        DV[ev] = np.nan
+        i = _ws(b, i + 1, n)
+        if i >= n:
+            return BAD, ev
+        inargs = False
+        closed = b[i] == 125
+        if closed:
+            i += 1
+        while not closed:                               # one member per turn
+            if i >= n or b[i] != 34:
+                return BAD, ev
+            s = i + 1
+            j = _str_end(b, s, n, False)
+            if j < 0:
+                return (BAD if j == -1 else ODD), ev
+            if inargs:
+                k = _key(b, s, j, akb, akoff, aklut)
+                mode = amode[k] if k >= 0 else 0
+                f = F_A0 + k
+            else:
+                k = _key(b, s, j, tkb, tkoff, tklut)
+                mode = tmode[k] if k >= 0 else 0
+                f = k
+            i = _ws(b, j + 1, n)
+            if i >= n or b[i] != 58:
+                return BAD, ev
+            i = _ws(b, i + 1, n)
+            if i >= n:
+                return BAD, ev
+            if mode != 0 and K[ev, f] != K_ABSENT:      # a repeated key: the general decoder decides
+                return ODD, ev
+            c = b[i]
+            if mode == 7 and c == 123:                  # args: its members are read as ours
+                K[ev, F_ARGS] = K_OBJ
+                i = _ws(b, i + 1, n)
+                if i < n and b[i] == 125:
+                    i += 1
+                else:
+                    inargs = True
+                    continue
+            elif c == 34:                               # a string
+                j = _str_end(b, i + 1, n, mode == 3 or mode == 4 or mode == 6)
+                if j < 0:
+                    return (BAD if j == -1 else ODD), ev
+                s = i + 1
+                i = j + 1
+                if mode == 3 or mode == 4:
+                    r = _intern(b, s, j, th, tg, tl, tid, state, new_s, new_e)
+                    if r < 0:
+                        return FULL, ev
+                    K[ev, f] = K_STR
+                    V[ev, f] = r
+                elif mode == 6:                         # ph: one letter
+                    K[ev, f] = K_STR if j - s == 1 else K_OTHER
+                    V[ev, f] = b[s]
+                elif mode == 2:                         # ts: digits "." 3 digits -> exact ns
+                    ln = j - s
+                    # 4..19 digits, as ascend_columns.ts_ns reads them (19: below the int64 limit)
+                    ok = 5 <= ln <= 20 and b[j - 4] == 46 and (ln < 20 or b[s] <= 56)
+                    v = 0
+                    if ok:
+                        for q in range(s, j):
+                            d = b[q]
+                            if q == j - 4:
+                                continue
+                            if not (48 <= d <= 57):
+                                ok = False
+                                break
+                            v = v * 10 + (d - 48)
+                    K[ev, f] = K_STR if ok else K_OTHER
+                    V[ev, f] = v
+                elif mode != 0:
+                    K[ev, f] = K_OTHER
+            elif c == 45 or 48 <= c <= 57:              # a number
+                s0 = i
+                j, isint, wd, fd, exp, v = _num_end(b, i, n)
+                if j < 0:
+                    return BAD, ev
+                neg = c == 45
+                i = j
+                if mode == 1 or mode == 3:
+                    if isint and wd <= 19 and v >= 0:
+                        K[ev, f] = K_INT
+                        V[ev, f] = -v if neg else v
+                    else:
+                        K[ev, f] = K_OTHER
+                elif mode == 5:                         # dur: the double when exact here, else its span
+                    if not exp and wd + fd <= 18 and v < 9007199254740992:
+                        d = v / _POW10[fd]              # both exact: one correctly rounded division
+                        DV[ev] = -d if neg else d
+                        K[ev, f] = K_INT if isint else K_FLOAT
+                    elif isint and wd > 18:
+                        K[ev, f] = K_OTHER
+                    else:
+                        K[ev, f] = K_HARD
+                        V[ev, f] = (s0 << 32) | j
+                elif mode != 0:
+                    K[ev, f] = K_OTHER
+            elif c == 110 and i + 4 <= n and b[i + 1] == 117 and b[i + 2] == 108 and b[i + 3] == 108:
+                i += 4
+                if mode != 0:
+                    K[ev, f] = K_NULL
+            else:                                       # true / false / array / object
+                j = _skip(b, i, n, stack)
+                if j < 0:
+                    return (BAD if j == -1 else ODD), ev
+                i = j
+                if mode != 0:
+                    K[ev, f] = K_OTHER
+            # after the member: ',' next member, '}' closes args or the event
+            while True:
+                i = _ws(b, i, n)
+                if i >= n:
+                    return BAD, ev
+                c = b[i]
+                if c == 44:
+                    i = _ws(b, i + 1, n)
+                    break
+                if c == 125:
+                    i += 1
+                    if inargs:
+                        inargs = False
+                        continue
+                    closed = True
+                    break
+                return BAD, ev
+        V[ev, F_END] = i
+        ev += 1
+        i = _ws(b, i, n)
+        if i >= n:
+            return BAD, ev
+        c = b[i]
+        if c == 44:
+            i = _ws(b, i + 1, n)
+            continue
+        if c == 93:
+            i = _ws(b, i + 1, n)
+            return (OK if i == n else BAD), ev
+        return BAD, ev
+
+
+@jit
+def rehash(th, tg, tl, tid, nth, ntg, ntl, ntid):
+    """Move the distinct-span table into a bigger one (same ids)."""
+    mask = len(ntid) - 1
+    for p in range(len(tid)):
+        c = tid[p]
+        if c < 0:
+            continue
+        q = th[p] & mask
+        while ntid[q] >= 0:
+            q = (q + 1) & mask
+        ntid[q] = c
+        nth[q] = th[p]
+        ntg[q] = tg[p]
+        ntl[q] = tl[p]

@@ -1,0 +1,361 @@
+"""Fast path of the Ascend ``trace_view.json`` decoder: a numba byte scanner per chunk, no Python
+object per event.
+
+:class:`Scanner` is what :class:`ascend_trace._Collector` asks first for each chunk: it scans the
+chunk (:mod:`._ascend_scan_jit`), checks that every value it has to read is one the typed msgspec
+schema (:mod:`.ascend_events`) would take as it is (integer pid/tid and numeric args, ``ts`` text
+with 3 decimals, text names, an ``args`` object, ``dur`` a number it reads exactly, ...) and then
+appends the same :class:`ascend_columns.Field` pieces the general decoder appends for that chunk,
+so the tables are identical.  Anything else (another value type, a number it cannot read exactly,
+an escape it leaves to msgspec, a JSON error, a bad cut) and nothing is appended: it returns the
+reason and the collector decodes the chunk with the general decoder.  Text values are decoded once
+per distinct raw text over the whole file (the scanner's cross-chunk table).
+
+Used for traces of :data:`FAST_MIN_BYTES` or more (``TB_COMPARE_FAST_ASCEND``: 0 never, 1 always);
+numba is an install requirement; when it cannot run here the general decoder is used and the
+profile's warnings say so, as they do when >= 4 MB of a trace fell back.  The JIT cache is the
+Kineto scanner's per-user folder (:func:`kineto_scan.jit_cache_dir`).
+"""
+from __future__ import annotations
+
+import os
+
+import msgspec
+import numpy as np
+
+from .ascend_events import GROUP_FIELDS, HCCL, HW, M, OPS, PY, TEXT
+from .kineto_scan import jit_cache_dir
+
+FAST_MIN_BYTES = 64 << 20
+"""Smaller traces use the general decoder unless asked: a process's first scan costs ~0.5-1 s of
+CPU (importing numba, loading the compiled scanner)."""
+FAST_CHUNK = 4 << 20
+"""Chunk size with the scanner (the general decoder's is 1 MB): fewer per-chunk numpy calls."""
+FALLBACK_NOTE_BYTES = 4 << 20
+ARG_FIELDS = HW + HCCL + OPS + PY                       # = GROUP_FIELDS[G_ALL], the args columns' order
+
+_jit = None
+_import_error = None
+
+
+def wanted(size: int | None) -> bool:
+    """Whether a trace of ``size`` bytes is scanned: ``TB_COMPARE_FAST_ASCEND`` 0 / false / no / off
+    never, 1 / true / yes / on always, else (auto) from :data:`FAST_MIN_BYTES` on."""
+    v = os.environ.get("TB_COMPARE_FAST_ASCEND", "auto").strip().lower()
+    if v in ("0", "false", "no", "off"):
+        return False
+    if v in ("1", "true", "yes", "on") or size is None:
+        return True
+    return size >= FAST_MIN_BYTES
+
+
+def _compile():
+    global _jit, _import_error
+    if _jit is not None or _import_error is not None:
+        return _jit
+    d = jit_cache_dir()
+    if d and "NUMBA_CACHE_DIR" not in os.environ:
+        os.environ["NUMBA_CACHE_DIR"] = d
+    try:
+        from numba.core import config
+        if d and not config.CACHE_DIR:
+            config.CACHE_DIR = d
+        from . import _ascend_scan_jit as jit
+        _jit = jit
+        s = Scanner()
+        got = s._scan(np.frombuffer(b'[{"ph": "X", "ts": "1.000", "args": {"Task Id": 1, "x": [{}]}}]', np.uint8))
+        if got[0] != jit.OK:
+            raise RuntimeError(f"the scanner refused its own test chunk (status {got[0]})")
+    except Exception as e:              # numba missing or unusable on this platform
+        _jit = None
+        _import_error = f"numba unavailable ({type(e).__name__}: {e})"
+    return _jit
+
+
+def available() -> bool:
+    return _compile() is not None
+
+
+def unavailable_reason() -> str | None:
+    _compile()
+    return _import_error
+
+
+def _key_table(keys):
+    raw = [k.encode() for k in keys]
+    off = np.zeros(len(raw) + 1, np.int64)
+    off[1:] = np.cumsum([len(r) for r in raw])
+    lut = np.full(4096, -1, np.int64)
+    for i, r in enumerate(raw):
+        code = (((len(r) & 31) << 7) ^ r[0] ^ (r[-1] << 4) ^ (r[len(r) // 2] << 2)) & 4095
+        assert lut[code] == -1, f"two keys share a lookup code: {r!r}"
+        lut[code] = i
+    return np.frombuffer(b"".join(raw), np.uint8).copy(), off, lut
+
+
+def _tables(jit):
+    from .ascend_events import Args
+    names = {f.name: f.encode_name for f in msgspec.structs.fields(Args)}
+    top = _key_table(jit.TOP_KEYS)
+    tmode = np.array(jit.TOP_MODE, np.int64)
+    args = _key_table([names[f] for f in ARG_FIELDS])
+    amode = np.array([4 if f in TEXT else 1 for f in ARG_FIELDS], np.int64)
+    return (*top, tmode, *args, amode)
+
+
+_M_DECODER = msgspec.json.Decoder(M)
+_LETTER = np.zeros(256, bool)
+_LETTER[[*range(65, 91), *range(97, 123)]] = True
+_LETTER[ord("S")] = False                               # not a phase the schema knows: a layout error
+_PH_KIND = np.zeros(256, np.int8)                       # 0 other, 1 X, 2 M, 3 s, 4 f (as ascend_trace)
+_PH_KIND[[ord("X"), ord("M"), ord("s"), ord("f")]] = [1, 2, 3, 4]
+_BIG = 1 << 53                                          # ints the general decoder may keep as objects
+
+
+class Scanner:
+    """Per-file state of the fast path: the scanner's row tables and distinct-text table, the
+    decoded texts, and per column the text id -> vocabulary code maps."""
+
+    def __init__(self) -> None:
+        jit = _jit
+        self.j = jit
+        self.keys = _tables(jit)
+        self.nf = jit.F_A0 + len(ARG_FIELDS)
+        self.rows = 0
+        self._rows(1 << 14)
+        self.new_cap = 0
+        self._new(1 << 14)
+        self._table(1 << 12)
+        self.state = np.zeros(2, np.int64)
+        self.texts: list = []             # text id -> decoded str (None: not decodable here)
+        self.bad = False                  # some text id could not be decoded
+        self.luts: dict = {}              # id(field) -> (field, int32 text id -> vocab code, -2 unknown)
+        A = jit.F_A0
+        kinds = range(8)
+
+        def allow(*ks):
+            return np.array([k in ks for k in kinds], bool)
+        ok_int = allow(jit.K_ABSENT, jit.K_NULL, jit.K_INT)
+        ok_txt = allow(jit.K_ABSENT, jit.K_NULL, jit.K_STR)
+        x_ok = np.ones((self.nf, 8), bool)
+        x_ok[jit.F_PID] = x_ok[jit.F_TID] = ok_int
+        x_ok[jit.F_TS] = allow(jit.K_STR)
+        x_ok[jit.F_NAME] = x_ok[jit.F_CAT] = ok_txt
+        x_ok[jit.F_ARGS] = allow(jit.K_ABSENT, jit.K_OBJ)
+        x_ok[jit.F_DUR] = allow(jit.K_ABSENT, jit.K_NULL, jit.K_INT, jit.K_FLOAT, jit.K_HARD)
+        for i, f in enumerate(ARG_FIELDS):
+            x_ok[A + i] = ok_txt if f in TEXT else ok_int
+        f_ok = np.ones((self.nf, 8), bool)
+        f_ok[jit.F_PID] = f_ok[jit.F_TID] = ok_int
+        f_ok[jit.F_TS] = allow(jit.K_STR)
+        f_ok[jit.F_CAT] = ok_txt
+        f_ok[jit.F_ID] = allow(jit.K_ABSENT, jit.K_NULL, jit.K_INT, jit.K_STR)
+        self.x_cols = np.array([jit.F_PID, jit.F_TID, jit.F_TS, jit.F_NAME, jit.F_CAT, jit.F_ARGS, jit.F_DUR,
+                                *range(A, A + len(ARG_FIELDS))])
+        self.x_ok = x_ok[self.x_cols]
+        self.f_cols = np.array([jit.F_PID, jit.F_TID, jit.F_TS, jit.F_CAT, jit.F_ID])
+        self.f_ok = f_ok[self.f_cols]
+        self.int_cols = [jit.F_PID, jit.F_TID] + [A + i for i, f in enumerate(ARG_FIELDS) if f not in TEXT]
+        self.txt_cols = [jit.F_NAME, jit.F_CAT, jit.F_ID] + [A + i for i, f in enumerate(ARG_FIELDS) if f in TEXT]
+        # storage groups holding each args field (ascend_events.GROUP_FIELDS)
+        self.field_groups = {f: np.array([g for g, fs in GROUP_FIELDS.items() if f in fs], np.int8)
+                             for f in ARG_FIELDS}
+
+    # -- scanner buffers ---------------------------------------------------------------------
+    def _rows(self, cap: int) -> None:
+        if cap > self.rows:
+            self.rows = cap
+            self.K = np.zeros((cap, self.nf), np.uint8)
+            self.V = np.zeros((cap, self.nf), np.int64)
+            self.DV = np.zeros(cap, np.float64)
+
+    def _new(self, cap: int) -> None:
+        if cap > self.new_cap:
+            self.new_cap = cap
+            self.new_s = np.zeros(cap, np.int64)
+            self.new_e = np.zeros(cap, np.int64)
+
+    def _table(self, size: int) -> None:
+        th, tg, tl = (np.zeros(size, np.int64) for _ in range(3))
+        tid = np.full(size, -1, np.int64)
+        if getattr(self, "tid", None) is not None:
+            self.j.rehash(self.th, self.tg, self.tl, self.tid, th, tg, tl, tid)
+        self.th, self.tg, self.tl, self.tid = th, tg, tl, tid
+
+    def _scan(self, buf: np.ndarray):
+        """(status, events) of one chunk; decodes the texts first seen in it, whatever the status."""
+        j = self.j
+        self._rows(len(buf) // 96 + 16)
+        self._new(len(buf) // 64 + 16)
+        tries = 0
+        while True:
+            tries += 1
+            status, n = j.scan(buf, self.K, self.V, self.DV, self.th, self.tg, self.tl, self.tid, self.state,
+                               self.new_s, self.new_e, *self.keys)
+            self._decode_new(buf, int(self.state[1]))
+            if tries > 8:
+                return status, n
+            if status == j.FULL:
+                if 2 * (int(self.state[0]) + 1) > len(self.tid):
+                    self._table(2 * len(self.tid))
+                else:
+                    self._new(2 * self.new_cap)
+                continue
+            if status == j.TOO_MANY:
+                self._rows(2 * self.rows)
+                continue
+            return status, n
+
+    def _decode_new(self, buf: np.ndarray, k: int) -> None:
+        for s, e in zip(self.new_s[:k].tolist(), self.new_e[:k].tolist()):
+            raw = buf[s:e].tobytes()
+            try:
+                t = raw.decode("ascii") if b"\\" not in raw else msgspec.json.decode(b'"' + raw + b'"')
+            except (UnicodeDecodeError, msgspec.DecodeError):
+                try:
+                    t = msgspec.json.decode(b'"' + raw + b'"')
+                except msgspec.DecodeError:
+                    t = None
+            if t is None:
+                self.bad = True
+            self.texts.append(t)
+
+    # -- one chunk ---------------------------------------------------------------------------
+    def take(self, col, view) -> str | None:
+        """Append the chunk's pieces to ``col`` (None) or, appending nothing, say why not."""
+        buf = np.frombuffer(view, np.uint8)
+        try:
+            status, n = self._scan(buf)
+            metas = None
+            j = self.j
+            if status != j.OK:
+                return _STATUS.get(status, "scanner refused the chunk")
+            K, V = self.K[:n], self.V[:n]
+            if not (K[:, j.F_PH] == j.K_STR).all() or not _LETTER[V[:, j.F_PH]].all():
+                return "an event without a one-letter 'ph' the schema knows"
+            kind = _PH_KIND[V[:, j.F_PH]]
+            xi = np.flatnonzero(kind == 1)
+            fi = np.flatnonzero(kind >= 3)
+            Kx, Kf = K[xi], K[fi]
+            if not self.x_ok[np.arange(len(self.x_cols)), Kx[:, self.x_cols]].all():
+                return "an X event value of another type"
+            if not self.f_ok[np.arange(len(self.f_cols)), Kf[:, self.f_cols]].all():
+                return "a flow event value of another type"
+            rows = np.concatenate([xi, fi])
+            Kr, Vr = K[rows], V[rows]
+            for c in self.int_cols:
+                if ((Kr[:, c] == j.K_INT) & (np.abs(Vr[:, c]) >= _BIG)).any():
+                    return "an integer of 2**53 or more"
+            if self.bad:
+                used = np.zeros(len(self.texts), bool)
+                for c in self.txt_cols:
+                    used[Vr[Kr[:, c] == j.K_STR, c]] = True
+                if any(self.texts[t] is None for t in np.flatnonzero(used).tolist()):
+                    return "a text msgspec reads differently"
+            hard = xi[Kx[:, j.F_DUR] == j.K_HARD]
+            if len(hard):                               # durs read here as msgspec reads them
+                spans = self.V[hard, j.F_DUR]
+                vals = [float(buf[s:e].tobytes()) for s, e in zip((spans >> 32).tolist(), (spans & 0xffffffff).tolist())]
+                if not np.isfinite(vals).all():
+                    return "a dur out of the double range"
+                self.DV[hard] = vals
+            mi = np.flatnonzero(kind == 2)
+            if len(mi):
+                metas = []
+                for s, e in zip(V[mi, j.F_START].tolist(), V[mi, j.F_END].tolist()):
+                    try:
+                        metas.append(_M_DECODER.decode(buf[s:e].tobytes()))
+                    except (msgspec.ValidationError, msgspec.DecodeError):
+                        return "a metadata event of another layout"
+        finally:
+            del buf
+        # -- commit: nothing below can refuse the chunk
+        col.n_events += n
+        if not n:
+            return None
+        for e in metas or ():
+            col._meta(e)
+        if len(xi):
+            self._add_x(col, xi)
+        if len(fi):
+            self._add_flows(col, fi, kind[fi])
+        return None
+
+    def _ints(self, c: int, rows: np.ndarray):
+        """The Field piece ``Field.add(values, "I")`` makes of integer/None values."""
+        k = self.K[rows, c]
+        isint = k == self.j.K_INT
+        if isint.all():
+            return ("i", self.V[rows, c], None)
+        if not isint.any():
+            return ("n", len(rows))
+        return ("i", np.where(isint, self.V[rows, c], -1), ~isint)
+
+    def _texts(self, field, c: int, rows: np.ndarray):
+        """The Field piece ``Field.add(values, "s")`` makes of text/None values."""
+        k = self.K[rows, c]
+        isstr = k == self.j.K_STR
+        ids = np.where(isstr, self.V[rows, c], 0)
+        got = self.luts.get(id(field))
+        if got is None or got[0] is not field:
+            got = self.luts[id(field)] = (field, np.full(max(len(self.texts), 16), -2, np.int32))
+        lut = got[1]
+        if len(lut) < len(self.texts):
+            lut = np.concatenate([lut, np.full(max(len(self.texts), 2 * len(lut)) - len(lut), -2, np.int32)])
+            self.luts[id(field)] = (field, lut)
+        codes = lut[ids]
+        todo = isstr & (codes == -2)
+        if todo.any():
+            voc, texts = field.vocab, self.texts
+            for t in np.unique(ids[todo]).tolist():
+                lut[t] = voc[texts[t]]
+            codes = lut[ids]
+        return ("s", np.where(isstr, codes, -1).astype(np.int32))
+
+    def _add_x(self, col, xi: np.ndarray) -> None:
+        j, x = self.j, col.x
+        x["pid"].pieces.append(self._ints(j.F_PID, xi))
+        x["tid"].pieces.append(self._ints(j.F_TID, xi))
+        x["name"].pieces.append(self._texts(x["name"], j.F_NAME, xi))
+        x["dur"].pieces.append(("f", self.DV[xi]))
+        x["cat"].pieces.append(self._texts(x["cat"], j.F_CAT, xi))
+        col.x_ts.append(self.V[xi, j.F_TS])
+        cls = col.x_classes()
+        col.x_cls.append(cls)
+        group = col._groups(x["pid"].pieces[-1], cls)
+        col.x_group.append(group)
+        present = set(np.unique(group).tolist())
+        for i, f in enumerate(ARG_FIELDS):
+            groups = self.field_groups[f]
+            if not present.intersection(groups.tolist()):
+                continue
+            rows = xi[np.isin(group, groups)]
+            c = j.F_A0 + i
+            field = col.args[f]
+            field.pieces.append(self._texts(field, c, rows) if f in TEXT else self._ints(c, rows))
+
+    def _add_flows(self, col, fi: np.ndarray, fkind: np.ndarray) -> None:
+        j, fl = self.j, col.fl
+        fl["pid"].pieces.append(self._ints(j.F_PID, fi))
+        fl["tid"].pieces.append(self._ints(j.F_TID, fi))
+        fl["cat"].pieces.append(self._texts(fl["cat"], j.F_CAT, fi))
+        fcls = col.flow_classes()
+        if fcls.any():
+            rows = fi[fcls > 0]
+            k, v = self.K[rows, j.F_ID], self.V[rows, j.F_ID]
+            ids = np.full(len(rows), None, dtype=object)
+            m = k == j.K_INT
+            if m.any():
+                ids[m] = v[m].tolist()
+            m = k == j.K_STR
+            if m.any():
+                texts = self.texts
+                ids[m] = [texts[t] for t in v[m].tolist()]
+            fl["id"].add(ids.tolist(), "i")
+        col.fl_ts.append(self.V[fi, j.F_TS])
+        col.fl_f.append(fkind == 4)
+        col.fl_cls.append(fcls)
+
+
+_STATUS = {1: "not JSON the scanner reads (or a cut inside an event)", 2: "a layout the scanner leaves to msgspec",
+           3: "the text table is full", 4: "more events than rows"}
