@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from ..model import KIND_COMM, KIND_MEMSET
+from ..model import jit
 from ..model.derived import derived
 from ..model.intervals import depths, nest, sweep_order
 from .api import host_op_mask
@@ -45,10 +46,18 @@ def preorder(parent: np.ndarray, start: np.ndarray, dur: np.ndarray):
 
     Siblings (and roots) are ordered by start, longer first, then row.  Returns
     (order, parent, depth, size) with order[k] = the row at pre-order position k and the other
-    arrays indexed by position; the subtree of position k is [k, k + size[k]).
+    arrays indexed by position; the subtree of position k is [k, k + size[k]).  With numba
+    (``model.jit``): one depth-first walk over the children lists.
     """
     n = len(parent)
     parent = np.asarray(parent, np.int64)
+    k = jit.kernels(n)
+    if k is not None:
+        start = np.asarray(start, np.int64)
+        sib = sweep_order(start, start + np.asarray(dur, np.int64), parent)
+        order, ppos, depth, size, reached = k.preorder_walk(parent, sib)
+        if reached == n:                    # else a cycle: the numpy form below says what it says
+            return order, ppos, depth, size
     depth = depths(parent)
     has = parent >= 0
     size = np.ones(n, np.int64)
@@ -132,6 +141,9 @@ def _loader_parents(ops, sel: np.ndarray):
     if not len(sel):
         return None
     parent = ops["parent"].to_numpy()
+    if len(sel) == len(ops):                        # every op (sel is sorted and distinct)
+        has = parent >= 0
+        return np.where(has, parent, -1) if has.any() else None
     pos = np.full(len(ops), -1, dtype=np.int64)
     pos[sel] = np.arange(len(sel))
     p = parent[sel]
@@ -180,8 +192,8 @@ class OpTree:
         par = _loader_parents(ops, sel)
         if par is None:
             par, _ = nest(start, start + dur, tid)
-        par = adopt(par, start, start + dur, tid, np.isin(ops["cat"].to_numpy()[sel], annot_ids),
-                    np.isin(names, step_ids))
+        is_step = np.isin(names, step_ids)
+        par = adopt(par, start, start + dur, tid, np.isin(ops["cat"].to_numpy()[sel], annot_ids), is_step)
         order, self.parent, self.depth, self.size = preorder(par, start, dur)
         n = len(sel)
         self.n = n
@@ -208,7 +220,7 @@ class OpTree:
                 cur[todo] = nxt
                 todo = todo[nxt >= 0]
         self.node_of_op = node_of
-        self.is_step = np.isin(self.name, step_ids)
+        self.is_step = is_step[order]
         self._attach_device()
 
     # ------------------------------------------------------------------ hand-over

@@ -8,16 +8,24 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ..model import jit
 from ..model.intervals import nest
 from ..model.keys import member
 from ..model.profile import KIND_COMPUTE, Profile, ProfileMeta, make_table
 from .kineto_values import C_RUNTIME, CAT_CLASS, STEP_RE
 
 def _group_ids(*keys: np.ndarray) -> np.ndarray:
-    """Dense ids of equal key tuples (e.g. (pid, tid))."""
+    """Dense ids of equal key tuples (e.g. (pid, tid)), numbered in the tuples' sorted order."""
     n = len(keys[0])
     if n == 0:
         return np.zeros(0, np.int64)
+    k = jit.kernels(n)
+    if k is not None and len(keys) == 2:            # a few threads: one pass, then sort those
+        ids, ua, ub, m = k.pair_ids(np.asarray(keys[0], np.int64), np.asarray(keys[1], np.int64), 256)
+        if m >= 0:
+            rank = np.empty(m, np.int64)
+            rank[np.lexsort((ub, ua))] = np.arange(m)
+            return rank[ids]
     order = np.lexsort(keys[::-1])
     new = np.zeros(n, bool)
     new[0] = True

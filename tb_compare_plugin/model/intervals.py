@@ -1,11 +1,14 @@
 """Interval algebra on int64 ns arrays: nesting, union, intersection, overlap.
 
 Used by loaders (op/python-function nesting) and engines (compute/communication
-overlap).  Everything is vectorised or a single linear sweep; no per-µs ticks.
+overlap).  Everything is vectorised or a single linear sweep; no per-µs ticks.  On big inputs
+the nesting and its sort run as numba kernels (:mod:`.jit`), with the same results.
 """
 from __future__ import annotations
 
 import numpy as np
+
+from . import jit
 
 
 def nest(start: np.ndarray, end: np.ndarray, group: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -20,7 +23,8 @@ def nest(start: np.ndarray, end: np.ndarray, group: np.ndarray | None = None) ->
     answer is each interval's *previous greater-or-equal end* in its group: every earlier interval
     starts no later, so it contains this one exactly when it ends no earlier, and an interval the
     sweep popped was popped by a later one ending after it.  That is found for all rows at once
-    by pointer jumping (each candidate hops to its own candidate), O(n log n) numpy work.
+    by pointer jumping (each candidate hops to its own candidate), O(n log n) numpy work; with
+    numba (:mod:`.jit`) it is the stack sweep itself.
     """
     n = len(start)
     parent = np.full(n, -1, dtype=np.int64)
@@ -31,6 +35,11 @@ def nest(start: np.ndarray, end: np.ndarray, group: np.ndarray | None = None) ->
     end = np.asarray(end, np.int64)
     g = np.zeros(n, dtype=np.int64) if group is None else np.asarray(group)
     order = sweep_order(start, end, g)
+    k = jit.kernels(n)
+    if k is not None:
+        parent, dep = k.nest_sweep(order, end, np.asarray(g, np.int64))
+        depth[:] = dep
+        return parent, depth
     e = end[order]
     gs = g[order]
     first = np.r_[True, gs[1:] != gs[:-1]]
@@ -53,7 +62,16 @@ def nest(start: np.ndarray, end: np.ndarray, group: np.ndarray | None = None) ->
 def sweep_order(start: np.ndarray, end: np.ndarray, g: np.ndarray) -> np.ndarray:
     """Row order by (group, start, longer first, row): ``np.lexsort`` on those keys, but as two
     stable sorts (fast on the nearly sorted start times of a trace) plus a lexsort of the rows
-    that share a (group, start)."""
+    that share a (group, start).  With numba (:mod:`.jit`) and groups that are small ints (op
+    nesting's thread ids, a tree's parent rows): the rows by (start, longer first, row), then a
+    counting sort by group."""
+    k = jit.kernels(len(start))
+    if k is not None and len(g) and g.dtype.kind in "iu":
+        lo, hi = int(g.min()), int(g.max())
+        if hi - lo <= 2 * len(g):
+            start, end = np.asarray(start, np.int64), np.asarray(end, np.int64)
+            by_start = k.longer_first(np.argsort(start, kind="stable"), start, end)
+            return k.bucket_order(by_start, np.asarray(g, np.int64), lo, hi - lo + 1)
     order = np.argsort(start, kind="stable")
     order = order[np.argsort(g[order], kind="stable")]
     s, gs = start[order], g[order]

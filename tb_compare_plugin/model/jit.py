@@ -1,0 +1,85 @@
+"""When the model and the engines use their numba kernels (:mod:`._sweeps_jit`), and loading them.
+
+The kernels are one-pass forms of numpy computations (the stack sweep of op nesting, the
+pre-order walk of the op tree, ...); each caller keeps its numpy form, which gives the same
+answer, for small inputs and for when numba cannot run.  :func:`kernels` says which to use:
+
+- ``TB_COMPARE_JIT=0`` (or false / no / off): never the kernels;
+- below :data:`MIN_ROWS` rows: numpy (a kernel's first call in a process loads it from the JIT
+  cache, a few ms; numpy is as fast on small inputs);
+- from :data:`MIN_ROWS` rows when numba is already imported (the fast Kineto scanner ran in this
+  process), from :data:`IMPORT_ROWS` rows otherwise (importing numba costs ~0.5 s of CPU).
+
+numba keeps the compiled kernels in the JIT cache folder the Kineto scanner uses
+(``loaders.kineto_scan.jit_cache_dir``: ``$NUMBA_CACHE_DIR``, else a per-user folder); the first
+use on a machine compiles them (a few seconds, once).
+"""
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import threading
+
+MIN_ROWS = 1 << 15
+IMPORT_ROWS = 1 << 19
+
+_lock = threading.Lock()
+_mod = None
+_error: str | None = None
+
+
+def kernels(n: int):
+    """The kernels module to use for an input of ``n`` rows, or None for the numpy form."""
+    if n < MIN_ROWS or _error is not None:
+        return None
+    if os.environ.get("TB_COMPARE_JIT", "").strip().lower() in ("0", "false", "no", "off"):
+        return None
+    if _mod is None:
+        if n < IMPORT_ROWS and "numba" not in sys.modules:
+            return None
+        _load()
+    return _mod
+
+
+def unavailable_reason() -> str | None:
+    """Why the kernels cannot run here (None: they can, or were not tried yet)."""
+    return _error
+
+
+def cache_dir() -> str:
+    """numba's cache folder: ``$NUMBA_CACHE_DIR`` when set, else ``tb-compare/numba`` under
+    ``$XDG_CACHE_HOME`` or ``~/.cache``, or the temp folder when that one cannot be written
+    (the same rule as the Kineto scanner's)."""
+    if os.environ.get("NUMBA_CACHE_DIR"):
+        return os.environ["NUMBA_CACHE_DIR"]
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    for d in (os.path.join(base, "tb-compare", "numba"),
+              os.path.join(tempfile.gettempdir(), f"tb-compare-numba-{getattr(os, 'getuid', lambda: 0)()}")):
+        try:
+            os.makedirs(d, exist_ok=True)
+        except OSError:
+            continue
+        if os.access(d, os.W_OK):
+            return d
+    return ""
+
+
+def _load() -> None:
+    global _mod, _error
+    with _lock:
+        if _mod is not None or _error is not None:
+            return
+        d = cache_dir()
+        if d and "NUMBA_CACHE_DIR" not in os.environ and "numba" not in sys.modules:
+            os.environ["NUMBA_CACHE_DIR"] = d       # numba reads it when it is first imported
+        try:
+            from numba.core import config
+            if d and not config.CACHE_DIR:
+                config.CACHE_DIR = d
+            from . import _sweeps_jit as mod
+            mod.warm()
+        except Exception as e:          # numba missing or unusable on this platform
+            _error = f"numba unavailable ({type(e).__name__}: {e})"
+            return
+        _mod = mod
