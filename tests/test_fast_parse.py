@@ -126,3 +126,22 @@ def test_cli_json_same_with_fast_path(tmp_path):
                         "--json", str(out)], check=True, env=env, cwd=tmp_path, capture_output=True)
         outs.append(json.loads(out.read_text()))
     assert outs[0] == outs[1]
+
+
+@needs_corpus
+@pytest.mark.parametrize("name", ["gpu/hta_2rank/rank0.pt.trace.json.gz",
+                                  "gpu/kineto_resnet50_num_workers_0/worker0.1623143089861.pt.trace.json.gz"])
+def test_quick_plan_equals_the_careful_path(name, monkeypatch):
+    """The quick plan (kineto_plan: two numba passes, one value table for the load) takes every chunk
+    of these traces (text tids included) and gives the profile the careful path (kineto_fast._plan)
+    gives, chunk by chunk (small chunks: what carries over from one chunk to the next is the same)."""
+    from tb_compare_plugin.loaders import kineto_fast, kineto_plan
+    path = str(CORPUS / name)
+    taken = []
+    take = kineto_plan.take
+    monkeypatch.setattr(kineto_plan, "take", lambda *a: taken.append(take(*a)) or taken[-1])
+    quick = kineto_json.load(path, fast=True, chunk_bytes=300_000)
+    assert len(taken) > 3 and all(taken)
+    monkeypatch.setattr(kineto_fast, "_quick_plan", False)
+    careful = kineto_json.load(path, fast=True, chunk_bytes=300_000)
+    assert len(taken) > 3 and _same(quick, careful) == []

@@ -9,6 +9,12 @@ It accepts a chunk only when every value the loader reads is of the kind it hand
 floats whose exact ns / double it could derive, strings, absent values); otherwise it changes
 nothing and returns the reason, and the caller decodes the chunk with the general decoder.  All
 decisions are taken before anything is interned or stored.
+
+Most chunks do not get that far: :func:`take_chunk` first offers each one to the quick plan
+(:mod:`.kineto_plan`: two numba passes, one value table for the whole load), which gives the same
+pieces; whatever it meets that needs judging (a value not read plainly, a string that does not
+decode, a hash collision) it leaves to ``_plan`` / ``_commit`` here (the careful path), which take
+the chunk or name the reason it is refused.
 """
 from __future__ import annotations
 
@@ -58,28 +64,7 @@ class _Chunk:
         return v
 
     def _text_ids(self, key: str, spans: np.ndarray) -> np.ndarray:
-        """pid / tid text values (their spans packed as start << 32 | end) -> ids.  The general
-        decoder reads a group's ids with ``np.fromiter`` when every value takes it, else each with
-        ``id_norm``; text ``id_norm`` would number by first sight ("Spans") is refused here."""
-        start, end = spans >> 32, spans & 0xFFFFFFFF
-        size = end - start
-        width = max(1, int(size.max()))
-        if width > 64:
-            raise Refuse(f"{key!r} text values longer than 64 bytes")
-        mat = self.buf[np.minimum(start[:, None] + np.arange(width), len(self.buf) - 1)]
-        mat[np.arange(width) >= size[:, None]] = 0
-        if (mat == 0x5C).any():
-            raise Refuse(f"escaped {key!r} text values")
-        u, inv = np.unique(np.ascontiguousarray(mat).view(f"S{width}").ravel(), return_inverse=True)
-        try:
-            texts = [t.decode("utf-8") for t in u.tolist()]
-        except UnicodeDecodeError:
-            raise Refuse(f"{key!r} text values that are not valid UTF-8") from None
-        try:
-            ids = np.fromiter(texts, np.int64, len(texts))
-        except (ValueError, OverflowError):
-            ids = np.array([_text_id(key, t) for t in texts], np.int64)
-        return ids[inv.reshape(-1)]
+        return text_ids(self.buf, key, spans)
 
     def floats(self, key: str, rows: np.ndarray) -> np.ndarray:
         f = NUM[key]
@@ -149,6 +134,31 @@ class _Chunk:
         return [self.text(key, r) for r in reps.tolist()], codes
 
 
+def text_ids(buf: np.ndarray, key: str, spans: np.ndarray) -> np.ndarray:
+    """pid / tid text values (their spans packed as start << 32 | end) -> ids.  The general
+    decoder reads a group's ids with ``np.fromiter`` when every value takes it, else each with
+    ``id_norm``; text ``id_norm`` would number by first sight ("Spans") is refused here."""
+    start, end = spans >> 32, spans & 0xFFFFFFFF
+    size = end - start
+    width = max(1, int(size.max()))
+    if width > 64:
+        raise Refuse(f"{key!r} text values longer than 64 bytes")
+    mat = buf[np.minimum(start[:, None] + np.arange(width), len(buf) - 1)]
+    mat[np.arange(width) >= size[:, None]] = 0
+    if (mat == 0x5C).any():
+        raise Refuse(f"escaped {key!r} text values")
+    u, inv = np.unique(np.ascontiguousarray(mat).view(f"S{width}").ravel(), return_inverse=True)
+    try:
+        texts = [t.decode("utf-8") for t in u.tolist()]
+    except UnicodeDecodeError:
+        raise Refuse(f"{key!r} text values that are not valid UTF-8") from None
+    try:
+        ids = np.fromiter(texts, np.int64, len(texts))
+    except (ValueError, OverflowError):
+        ids = np.array([_text_id(key, t) for t in texts], np.int64)
+    return ids[inv.reshape(-1)]
+
+
 def _text_id(key: str, text: str) -> int:
     """``id_norm`` of a text id that names a number ("stream 7" -> 7); Refuse for the others."""
     s = text.strip()
@@ -169,6 +179,8 @@ def take_chunk(col, view) -> str | None:
     status, n, *cols = ks.scan(buf)
     if status != ks.OK:
         return ks.STATUS_TEXT[status]
+    if _quick(col, buf, n, cols):
+        return None
     ch = _Chunk(buf, n, *cols)
     try:
         plan = _plan(col, ch)
@@ -176,6 +188,22 @@ def take_chunk(col, view) -> str | None:
         return str(e)
     _commit(col, ch, plan)
     return None
+
+
+_quick_plan = None           # kineto_plan once its passes are compiled; False when they cannot be
+
+
+def _quick(col, buf, n, cols) -> bool:
+    """The quick plan (:mod:`.kineto_plan`) took the chunk; False: the careful path below decides."""
+    global _quick_plan
+    if _quick_plan is None:
+        try:
+            from . import kineto_plan
+            kineto_plan.warm()
+            _quick_plan = kineto_plan
+        except Exception:                    # numba cannot compile it here: the careful path does all
+            _quick_plan = False
+    return bool(_quick_plan) and _quick_plan.take(col, buf, n, *cols)
 
 
 def _plan(col, ch: _Chunk) -> dict:

@@ -89,6 +89,7 @@ class _Collector:
         self.fast = want and kineto_scan.available()
         self.fast_missing = kineto_scan.unavailable_reason() if want and not self.fast else None
         self.n_fast = 0
+        self.fast_state = None                    # kineto_plan's value table (the whole load's texts)
         self.fallbacks: dict[str, int] = {}       # reason -> chunks the general decoder parsed
         self.fallback_bytes = 0                   # ... and their bytes
         self.sym = SymbolTable()
@@ -125,6 +126,7 @@ class _Collector:
     def close(self) -> None:
         """Drop the memos (their lambdas refer back to self) and any unused pieces."""
         self.id_memo = self.str_memo = self.dims_memo = self.types_memo = self.dims_memo2 = None
+        self.fast_state = None
         self.parts = {}
 
     # -- decoding -------------------------------------------------------------------------
