@@ -13,7 +13,7 @@ import numba as nb
 import numpy as np
 
 # statuses
-OK, BAD, ODD, FULL, TOO_MANY = 0, 1, 2, 3, 4
+OK, BAD, ODD, FULL, TOO_MANY, ODD_X, ODD_FLOW = 0, 1, 2, 3, 4, 5, 6
 # value kinds (kinds table)
 K_ABSENT, K_NULL, K_INT, K_STR, K_FLOAT, K_OBJ, K_OTHER, K_HARD = 0, 1, 2, 3, 4, 5, 6, 7
 # K_HARD: a dur this scanner does not read exactly; its value is (start << 32) | end of its text
@@ -25,12 +25,21 @@ TOP_KEYS = ("pid", "tid", "ts", "id", "name", "cat", "ph", "args", "dur")
 TOP_MODE = (1, 1, 2, 3, 4, 4, 6, 7, 5)
 MAX_DEPTH = 48
 
-_H0 = -3750763034362895579
-_HP = 0x100000001b3
-_M1 = -49064778989728563
-_G0 = 0x2545F4914F6CDD1D
-_GP = -7046029254386353131
-_M2 = -4658895280553007687
+_H0 = np.uint64(0xcbf29ce484222325)                    # two 64-bit hashes of a text's raw bytes,
+_HP = np.uint64(0x100000001b3)                          # 8 bytes (little-endian) folded at a time
+_M1 = np.uint64(0xff51afd7ed558ccd)
+_G0 = np.uint64(0x2545F4914F6CDD1D)
+_GP = np.uint64(0x9e3779b97f4a7c15)
+_M2 = np.uint64(0xbf58476d1ce4e5b9)
+_ONES = np.uint64(0x0101010101010101)                   # word-at-a-time tests of 8 bytes
+_HIGH = np.uint64(0x8080808080808080)
+_QUOTES = np.uint64(0x2222222222222222)
+_SLASHES = np.uint64(0x5C5C5C5C5C5C5C5C)
+_SPACES = np.uint64(0x2020202020202020)
+_ZERO = np.uint64(0)
+_U8 = np.uint64(8)
+_U64 = np.uint64(64)
+_S29, _S32, _S31, _S27 = np.uint64(29), np.uint64(32), np.uint64(31), np.uint64(27)
 _POW10 = np.array([10.0 ** k for k in range(23)])
 
 jit = nb.njit(cache=True, nogil=True, boundscheck=False)
@@ -45,12 +54,26 @@ def _ws(b, i, n):
 
 
 @inline
-def _str_end(b, i, n, allow_u):
+def _str_end(b, w, w_a0, i, n, allow_u):
     """b[i] is just after an opening quote: the index of the closing quote; -1 bad JSON, -2 a
-    \\u escape where ``allow_u`` is False (msgspec checks those even in values it skips)."""
+    \\u escape where ``allow_u`` is False (msgspec checks those even in values it skips).
+    ``w`` is the same bytes from b[a0] on as aligned uint64 words (see :func:`scan`): 8 plain bytes
+    (no quote, backslash or control character) are skipped at a time."""
     j = i
+    a0 = w_a0[0]
+    end8 = a0 + len(w) * 8
     while True:
-        while j < n and b[j] != 34 and b[j] != 92 and b[j] >= 32:
+        while j < n:
+            if ((j - a0) & 7) == 0 and a0 <= j and j + 8 <= end8:
+                x = w[(j - a0) >> 3]
+                t = x ^ _QUOTES
+                u = x ^ _SLASHES
+                if (((t - _ONES) & ~t) | ((u - _ONES) & ~u) | ((x - _SPACES) & ~x)) & _HIGH == _ZERO:
+                    j += 8
+                    continue
+            c = b[j]
+            if c == 34 or c == 92 or c < 32:
+                break
             j += 1
         if j >= n:
             return -1
@@ -129,7 +152,7 @@ def _num_end(b, i, n):
 
 
 @inline
-def _skip(b, i, n, stack):
+def _skip(b, w, w_a0, i, n, stack):
     """Skip the JSON value at b[i] (nested values included): the index after it; -1 bad JSON,
     -2 something the scanner leaves to the general decoder."""
     depth = 0
@@ -152,7 +175,7 @@ def _skip(b, i, n, stack):
             elif c == 123:
                 if b[i] != 34:
                     return -1
-                j = _str_end(b, i + 1, n, False)
+                j = _str_end(b, w, w_a0, i + 1, n, False)
                 if j < 0:
                     return j
                 i = _ws(b, j + 1, n)
@@ -163,7 +186,7 @@ def _skip(b, i, n, stack):
             else:
                 continue
         elif c == 34:
-            j = _str_end(b, i + 1, n, False)
+            j = _str_end(b, w, w_a0, i + 1, n, False)
             if j < 0:
                 return j
             i = j + 1
@@ -192,7 +215,7 @@ def _skip(b, i, n, stack):
                 if top == 123:
                     if i >= n or b[i] != 34:
                         return -1
-                    j = _str_end(b, i + 1, n, False)
+                    j = _str_end(b, w, w_a0, i + 1, n, False)
                     if j < 0:
                         return j
                     i = _ws(b, j + 1, n)
@@ -224,42 +247,57 @@ def _key(b, s, e, kb, koff, klut):
 
 
 @inline
-def _intern(b, s, e, th, tg, tl, tid, state, new_s, new_e):
+def _word(b, w, w_a0, p, e):
+    """The bytes b[p:min(p + 8, e)] as a little-endian uint64 (zero-padded)."""
+    q = p - w_a0[0]
+    k = q >> 3
+    r = q & 7
+    if p + 8 <= e and q >= 0 and k + 2 <= len(w):
+        if r == 0:
+            return w[k]
+        sh = np.uint64(8 * r)
+        return (w[k] >> sh) | (w[k + 1] << (_U64 - sh))
+    x = _ZERO
+    q = min(p + 8, e) - 1
+    while q >= p:
+        x = (x << _U8) | np.uint64(b[q])
+        q -= 1
+    return x
+
+
+@inline
+def _intern(b, w, w_a0, s, e, th, tg, tl, tid, state, new_s, new_e):
     """Id of the raw text b[s:e] in the cross-chunk table (a new one is listed in new_s/new_e);
     -1 when the table or the new-span list is full."""
-    h = _H0 ^ (e - s)
-    g = _G0 ^ (e - s)
-    w = 0
-    m = 0
-    for q in range(s, e):
-        w = (w << 8) | b[q]
-        m += 1
-        if m == 8:
-            h = (h ^ w) * _HP
-            g = (g ^ w) * _GP
-            w = 0
-            m = 0
-    h = (h ^ w) * _HP
-    g = (g ^ w) * _GP
-    h ^= (h >> 29) & 0x7ffffffff
+    ln = np.uint64(e - s)
+    h = _H0 ^ ln
+    g = _G0 ^ ln
+    p = s
+    while p < e:
+        x = _word(b, w, w_a0, p, e)
+        h = (h ^ x) * _HP
+        g = (g ^ x) * _GP
+        p += 8
+    h ^= h >> _S29
     h *= _M1
-    h ^= (h >> 32) & 0xffffffff
-    g ^= (g >> 31) & 0x1ffffffff
+    h ^= h >> _S32
+    g ^= g >> _S31
     g *= _M2
-    g ^= (g >> 27) & 0x1fffffffff
-    mask = len(tid) - 1
-    p = h & mask
+    g ^= g >> _S27
+    mask = np.uint64(len(tid) - 1)
+    p = np.int64(h & mask)
     while True:
         c = tid[p]
         if c < 0:
             break
         if th[p] == h and tg[p] == g and tl[p] == e - s:
             return c
-        p = (p + 1) & mask
+        p = np.int64((np.uint64(p) + np.uint64(1)) & mask)
     cnt = state[0]
     k = state[1]
-    if 2 * (cnt + 1) > len(tid) or k >= len(new_s):
+    if 2 * (state[2] + 1) > len(tid) or k >= len(new_s):
         return -1
+    state[2] += 1
     tid[p] = cnt
     th[p] = h
     tg[p] = g
@@ -272,10 +310,13 @@ def _intern(b, s, e, th, tg, tl, tid, state, new_s, new_e):
 
 
 @jit
-def scan(b, K, V, DV, th, tg, tl, tid, state, new_s, new_e, tkb, tkoff, tklut, tmode, akb, akoff, aklut, amode):
-    """Walk ``[ev, ev, ...]`` once: (status, events).  Row ``r`` of K / V holds event r's value
+def scan(b, w, w_a0, K, V, DV, xok, fok, th, tg, tl, tid, state, new_s, new_e, tkb, tkoff, tklut, tmode, akb, akoff, aklut, amode):
+    """Walk ``[ev, ev, ...]`` once: (status, events).  ``w`` is b[a0:] as uint64 words, a0 =
+    ``w_a0[0]`` (0-7) the first 8-aligned byte, so the words are aligned loads.  Row ``r`` of K / V holds event r's value
     kinds and values (column F_*), DV[r] its ``dur``; text values are ids into the distinct-span
-    table (th, tg, tl, tid; ``state`` = [distinct ids so far, new spans in this call])."""
+    table (th, tg, tl, tid; ``state`` = [ids handed out so far, new spans in this call, entries in
+    the table]; a full table is replaced by a bigger empty one: a text met again gets a new id).  Integers
+    of 2**53 or more are read only in ``id`` (elsewhere the general decoder may keep them as objects)."""
     n = len(b)
     cap = K.shape[0]
     nf = K.shape[1]
@@ -311,7 +352,7 @@ def scan(b, K, V, DV, th, tg, tl, tid, state, new_s, new_e, tkb, tkoff, tklut, t
             if i >= n or b[i] != 34:
                 return BAD, ev
             s = i + 1
-            j = _str_end(b, s, n, False)
+            j = _str_end(b, w, w_a0, s, n, False)
             if j < 0:
                 return (BAD if j == -1 else ODD), ev
             if inargs:
@@ -340,13 +381,13 @@ def scan(b, K, V, DV, th, tg, tl, tid, state, new_s, new_e, tkb, tkoff, tklut, t
                     inargs = True
                     continue
             elif c == 34:                               # a string
-                j = _str_end(b, i + 1, n, mode == 3 or mode == 4 or mode == 6)
+                j = _str_end(b, w, w_a0, i + 1, n, mode == 3 or mode == 4 or mode == 6)
                 if j < 0:
                     return (BAD if j == -1 else ODD), ev
                 s = i + 1
                 i = j + 1
                 if mode == 3 or mode == 4:
-                    r = _intern(b, s, j, th, tg, tl, tid, state, new_s, new_e)
+                    r = _intern(b, w, w_a0, s, j, th, tg, tl, tid, state, new_s, new_e)
                     if r < 0:
                         return FULL, ev
                     K[ev, f] = K_STR
@@ -380,7 +421,7 @@ def scan(b, K, V, DV, th, tg, tl, tid, state, new_s, new_e, tkb, tkoff, tklut, t
                 neg = c == 45
                 i = j
                 if mode == 1 or mode == 3:
-                    if isint and wd <= 19 and v >= 0:
+                    if isint and wd <= 19 and v >= 0 and (mode == 3 or v < 9007199254740992):
                         K[ev, f] = K_INT
                         V[ev, f] = -v if neg else v
                     else:
@@ -402,7 +443,7 @@ def scan(b, K, V, DV, th, tg, tl, tid, state, new_s, new_e, tkb, tkoff, tklut, t
                 if mode != 0:
                     K[ev, f] = K_NULL
             else:                                       # true / false / array / object
-                j = _skip(b, i, n, stack)
+                j = _skip(b, w, w_a0, i, n, stack)
                 if j < 0:
                     return (BAD if j == -1 else ODD), ev
                 i = j
@@ -426,6 +467,21 @@ def scan(b, K, V, DV, th, tg, tl, tid, state, new_s, new_e, tkb, tkoff, tklut, t
                     break
                 return BAD, ev
         V[ev, F_END] = i
+        # the phase (one letter the schema knows) and, for X and flow events, every value read
+        # of a kind the fast path takes (xok / fok: column x kind -> 1)
+        if K[ev, F_PH] != K_STR:
+            return ODD, ev
+        ph = V[ev, F_PH]
+        if not ((65 <= ph <= 90 and ph != 83) or 97 <= ph <= 122):
+            return ODD, ev
+        if ph == 88:
+            for f in range(nf):
+                if xok[f, K[ev, f]] == 0:
+                    return ODD_X, ev
+        elif ph == 115 or ph == 102:
+            for f in range(nf):
+                if fok[f, K[ev, f]] == 0:
+                    return ODD_FLOW, ev
         ev += 1
         i = _ws(b, i, n)
         if i >= n:
@@ -438,20 +494,3 @@ def scan(b, K, V, DV, th, tg, tl, tid, state, new_s, new_e, tkb, tkoff, tklut, t
             i = _ws(b, i + 1, n)
             return (OK if i == n else BAD), ev
         return BAD, ev
-
-
-@jit
-def rehash(th, tg, tl, tid, nth, ntg, ntl, ntid):
-    """Move the distinct-span table into a bigger one (same ids)."""
-    mask = len(ntid) - 1
-    for p in range(len(tid)):
-        c = tid[p]
-        if c < 0:
-            continue
-        q = th[p] & mask
-        while ntid[q] >= 0:
-            q = (q + 1) & mask
-        ntid[q] = c
-        nth[q] = th[p]
-        ntg[q] = tg[p]
-        ntl[q] = tl[p]

@@ -63,7 +63,7 @@ def _compile():
         from . import _ascend_scan_jit as jit
         _jit = jit
         s = Scanner()
-        got = s._scan(np.frombuffer(b'[{"ph": "X", "ts": "1.000", "args": {"Task Id": 1, "x": [{}]}}]', np.uint8))
+        got = s._scan(np.frombuffer(bytearray(b'[{"ph": "X", "ts": "1.000", "args": {"Task Id": 1, "x": [{}]}}]'), np.uint8))
         if got[0] != jit.OK:
             raise RuntimeError(f"the scanner refused its own test chunk (status {got[0]})")
     except Exception as e:              # numba missing or unusable on this platform
@@ -104,12 +104,8 @@ def _tables(jit):
 
 
 _M_DECODER = msgspec.json.Decoder(M)
-_LETTER = np.zeros(256, bool)
-_LETTER[[*range(65, 91), *range(97, 123)]] = True
-_LETTER[ord("S")] = False                               # not a phase the schema knows: a layout error
 _PH_KIND = np.zeros(256, np.int8)                       # 0 other, 1 X, 2 M, 3 s, 4 f (as ascend_trace)
 _PH_KIND[[ord("X"), ord("M"), ord("s"), ord("f")]] = [1, 2, 3, 4]
-_BIG = 1 << 53                                          # ints the general decoder may keep as objects
 
 
 class Scanner:
@@ -125,8 +121,8 @@ class Scanner:
         self._rows(1 << 14)
         self.new_cap = 0
         self._new(1 << 14)
-        self._table(1 << 12)
-        self.state = np.zeros(2, np.int64)
+        self.state = np.zeros(3, np.int64)
+        self._table(1 << 17)
         self.texts: list = []             # text id -> decoded str (None: not decodable here)
         self.bad = False                  # some text id could not be decoded
         self.luts: dict = {}              # id(field) -> (field, int32 text id -> vocab code, -2 unknown)
@@ -150,16 +146,12 @@ class Scanner:
         f_ok[jit.F_TS] = allow(jit.K_STR)
         f_ok[jit.F_CAT] = ok_txt
         f_ok[jit.F_ID] = allow(jit.K_ABSENT, jit.K_NULL, jit.K_INT, jit.K_STR)
-        self.x_cols = np.array([jit.F_PID, jit.F_TID, jit.F_TS, jit.F_NAME, jit.F_CAT, jit.F_ARGS, jit.F_DUR,
-                                *range(A, A + len(ARG_FIELDS))])
-        self.x_ok = x_ok[self.x_cols]
-        self.f_cols = np.array([jit.F_PID, jit.F_TID, jit.F_TS, jit.F_CAT, jit.F_ID])
-        self.f_ok = f_ok[self.f_cols]
-        self.int_cols = [jit.F_PID, jit.F_TID] + [A + i for i, f in enumerate(ARG_FIELDS) if f not in TEXT]
-        self.txt_cols = [jit.F_NAME, jit.F_CAT, jit.F_ID] + [A + i for i, f in enumerate(ARG_FIELDS) if f in TEXT]
+        self.xok = x_ok.astype(np.uint8)
+        self.fok = f_ok.astype(np.uint8)
         # storage groups holding each args field (ascend_events.GROUP_FIELDS)
         self.field_groups = {f: np.array([g for g, fs in GROUP_FIELDS.items() if f in fs], np.int8)
                              for f in ARG_FIELDS}
+        self.field_in = {f: np.isin(np.arange(8), g) for f, g in self.field_groups.items()}  # group code -> kept?
 
     # -- scanner buffers ---------------------------------------------------------------------
     def _rows(self, cap: int) -> None:
@@ -176,28 +168,31 @@ class Scanner:
             self.new_e = np.zeros(cap, np.int64)
 
     def _table(self, size: int) -> None:
-        th, tg, tl = (np.zeros(size, np.int64) for _ in range(3))
-        tid = np.full(size, -1, np.int64)
-        if getattr(self, "tid", None) is not None:
-            self.j.rehash(self.th, self.tg, self.tl, self.tid, th, tg, tl, tid)
-        self.th, self.tg, self.tl, self.tid = th, tg, tl, tid
+        """A new empty distinct-text table (ids go on from where they were)."""
+        self.th, self.tg = np.zeros(size, np.uint64), np.zeros(size, np.uint64)
+        self.tl = np.zeros(size, np.int64)
+        self.tid = np.full(size, -1, np.int64)
+        self.state[2] = 0
 
     def _scan(self, buf: np.ndarray):
         """(status, events) of one chunk; decodes the texts first seen in it, whatever the status."""
         j = self.j
         self._rows(len(buf) // 96 + 16)
         self._new(len(buf) // 64 + 16)
+        a0 = -buf.ctypes.data % 8                          # the same bytes as aligned words, 8 at a time
+        words = buf[a0:a0 + max(len(buf) - a0, 0) // 8 * 8].view(np.uint64)
+        w_a0 = np.array([a0], np.int64)
         tries = 0
         while True:
             tries += 1
-            status, n = j.scan(buf, self.K, self.V, self.DV, self.th, self.tg, self.tl, self.tid, self.state,
+            status, n = j.scan(buf, words, w_a0, self.K, self.V, self.DV, self.xok, self.fok, self.th, self.tg, self.tl, self.tid, self.state,
                                self.new_s, self.new_e, *self.keys)
             self._decode_new(buf, int(self.state[1]))
             if tries > 8:
                 return status, n
             if status == j.FULL:
-                if 2 * (int(self.state[0]) + 1) > len(self.tid):
-                    self._table(2 * len(self.tid))
+                if 2 * (int(self.state[2]) + 1) > len(self.tid):
+                    self._table(4 * len(self.tid))
                 else:
                     self._new(2 * self.new_cap)
                 continue
@@ -207,18 +202,28 @@ class Scanner:
             return status, n
 
     def _decode_new(self, buf: np.ndarray, k: int) -> None:
-        for s, e in zip(self.new_s[:k].tolist(), self.new_e[:k].tolist()):
-            raw = buf[s:e].tobytes()
+        """Decode the texts first seen in this chunk (all in one msgspec call when it can)."""
+        if not k:
+            return
+        mv = memoryview(buf)
+        try:
+            parts = [mv[s:e] for s, e in zip(self.new_s[:k].tolist(), self.new_e[:k].tolist())]
             try:
-                t = raw.decode("ascii") if b"\\" not in raw else msgspec.json.decode(b'"' + raw + b'"')
-            except (UnicodeDecodeError, msgspec.DecodeError):
-                try:
-                    t = msgspec.json.decode(b'"' + raw + b'"')
-                except msgspec.DecodeError:
-                    t = None
-            if t is None:
-                self.bad = True
-            self.texts.append(t)
+                texts = msgspec.json.decode(b'["' + b'","'.join(parts) + b'"]')
+                if len(texts) != k:
+                    raise ValueError("a text held a quote")
+            except (msgspec.DecodeError, ValueError):
+                texts = []
+                for raw in parts:
+                    try:
+                        texts.append(msgspec.json.decode(b'"' + raw + b'"'))
+                    except msgspec.DecodeError:
+                        texts.append(None)
+                        self.bad = True
+            self.texts.extend(texts)
+        finally:
+            parts = None
+            mv.release()
 
     # -- one chunk ---------------------------------------------------------------------------
     def take(self, col, view) -> str | None:
@@ -231,28 +236,18 @@ class Scanner:
             if status != j.OK:
                 return _STATUS.get(status, "scanner refused the chunk")
             K, V = self.K[:n], self.V[:n]
-            if not (K[:, j.F_PH] == j.K_STR).all() or not _LETTER[V[:, j.F_PH]].all():
-                return "an event without a one-letter 'ph' the schema knows"
-            kind = _PH_KIND[V[:, j.F_PH]]
+            kind = _PH_KIND[V[:, j.F_PH]]                # (the scanner checked the phases and value kinds)
             xi = np.flatnonzero(kind == 1)
             fi = np.flatnonzero(kind >= 3)
-            Kx, Kf = K[xi], K[fi]
-            if not self.x_ok[np.arange(len(self.x_cols)), Kx[:, self.x_cols]].all():
-                return "an X event value of another type"
-            if not self.f_ok[np.arange(len(self.f_cols)), Kf[:, self.f_cols]].all():
-                return "a flow event value of another type"
-            rows = np.concatenate([xi, fi])
-            Kr, Vr = K[rows], V[rows]
-            for c in self.int_cols:
-                if ((Kr[:, c] == j.K_INT) & (np.abs(Vr[:, c]) >= _BIG)).any():
-                    return "an integer of 2**53 or more"
             if self.bad:
+                rows = np.concatenate([xi, fi])
                 used = np.zeros(len(self.texts), bool)
-                for c in self.txt_cols:
-                    used[Vr[Kr[:, c] == j.K_STR, c]] = True
+                for c in (j.F_NAME, j.F_CAT, j.F_ID, *self.txt_cols):
+                    k = K[rows, c]
+                    used[V[rows, c][k == j.K_STR]] = True
                 if any(self.texts[t] is None for t in np.flatnonzero(used).tolist()):
                     return "a text msgspec reads differently"
-            hard = xi[Kx[:, j.F_DUR] == j.K_HARD]
+            hard = xi[K[xi, j.F_DUR] == j.K_HARD]
             if len(hard):                               # durs read here as msgspec reads them
                 spans = self.V[hard, j.F_DUR]
                 vals = [float(buf[s:e].tobytes()) for s, e in zip((spans >> 32).tolist(), (spans & 0xffffffff).tolist())]
@@ -324,12 +319,13 @@ class Scanner:
         col.x_cls.append(cls)
         group = col._groups(x["pid"].pieces[-1], cls)
         col.x_group.append(group)
-        present = set(np.unique(group).tolist())
+        present = np.zeros(8, bool)
+        present[group] = True
         for i, f in enumerate(ARG_FIELDS):
-            groups = self.field_groups[f]
-            if not present.intersection(groups.tolist()):
+            keep = self.field_in[f]
+            if not (present & keep).any():
                 continue
-            rows = xi[np.isin(group, groups)]
+            rows = xi[keep[group]]
             c = j.F_A0 + i
             field = col.args[f]
             field.pieces.append(self._texts(field, c, rows) if f in TEXT else self._ints(c, rows))
@@ -358,4 +354,5 @@ class Scanner:
 
 
 _STATUS = {1: "not JSON the scanner reads (or a cut inside an event)", 2: "a layout the scanner leaves to msgspec",
-           3: "the text table is full", 4: "more events than rows"}
+           3: "the text table is full", 4: "more events than rows", 5: "an X event value of another type",
+           6: "a flow event value of another type"}
