@@ -165,16 +165,19 @@ def start_backends(no_cache: bool = False):
 
 def load_sides(base_spec, target_spec, progress: Progress, backends, warm=None, side_jobs=((), ())):
     """Both sides, parsed in two processes at once (``service.loading.load_pair``), with the
-    progress bar; the parser processes are stopped after."""
+    progress bar; on failure the parser processes are stopped, else the caller shuts the pool
+    down once it has used the profiles (the children that answered exit meanwhile)."""
     from .service.loading import load_pair
     pool = backends[1]
     progress.start(f"loading {base_spec.name} and {target_spec.name}")
     try:
         return load_pair(base_spec, target_spec, progress, backends, warm, side_jobs)
-    finally:
-        progress.done()
+    except BaseException:
         if pool is not None:
             pool.shutdown()
+        raise
+    finally:
+        progress.done()
 
 
 def _side_jobs(args, opts) -> tuple:
@@ -215,16 +218,29 @@ def run(args) -> int:
         if backends[1] is not None:
             backends[1].shutdown()
         raise
+    # what the answers use, imported here before the import thread starts (one thread compiles at a time)
+    from .service import compare  # noqa: F401
+    from .presenters import overall_json, cli_text, json_encode  # noqa: F401
+    from .service import errors  # noqa: F401
+
+    progress = Progress(not args.no_progress)
+    imports = _import_beside()
+    base, target = load_sides(base_spec, target_spec, progress, backends, None, _side_jobs(args, opts))
+    try:
+        return _answer(args, opts, base, target, base_spec, target_spec, imports)
+    finally:
+        if backends[1] is not None:     # the parser processes, gone by now (they exited as we went on)
+            backends[1].shutdown()
+
+
+def _answer(args, opts, base, target, base_spec, target_spec, imports) -> int:
+    """The answers of a loaded pair: warnings, the JSON, the workbook, the tables."""
+    imports.join()
     from .service import compare as service
     from .presenters.overall_json import load_warnings
     from .presenters.cli_text import overview_table, steps_table
     from .service.errors import Unusable
     from .presenters.json_encode import encode
-
-    progress = Progress(not args.no_progress)
-    imports = _import_beside()
-    base, target = load_sides(base_spec, target_spec, progress, backends, None, _side_jobs(args, opts))
-    imports.join()
     cmp = service.make_comparison(base, target, opts, base_spec, target_spec)
     for _who, path, w in load_warnings(cmp):      # what a loader dropped or guessed: one line each
         print(f"warning: {path}: {' '.join(w.split())}", file=sys.stderr)
@@ -251,6 +267,8 @@ def run(args) -> int:
         if not args.quiet:
             print()
         print(steps_table(steps, wide=args.wide, color=sys.stdout.isatty()))
+    if _STATE["program"]:               # the program leaves without freeing any of it (main)
+        _STATE["kept"] = (base, target, cmp, payload, steps)
     return EXIT_OK
 
 
@@ -332,8 +350,9 @@ class Stopped(KeyboardInterrupt):
 STOP_GRACE_SECONDS = 1.5     # after a stop signal, the most the orderly way out may take
 # "signum": the stop signal received (None: none yet); "said": its line is printed; "raise": the
 # main thread is inside the run (a stop unwinds it); "over": the program's run is over and Python
-# is tearing down (a stop leaves at once)
-_STATE: dict = {"signum": None, "said": False, "raise": False, "over": False}
+# is tearing down (a stop leaves at once); "program": main runs as the program (not called in-process);
+# "kept": what a program's answered comparison holds, left for the exit to drop (``_leave_now``)
+_STATE: dict = {"signum": None, "said": False, "raise": False, "over": False, "program": False, "kept": None}
 
 
 def _say_stopped(signum: int) -> None:
@@ -396,7 +415,7 @@ def main(argv=None) -> int:
     """The command.  ``argv`` None: the program's own arguments; then the stop handlers stay
     installed after the run, so a stop signal while Python tears down exits at once too."""
     program = argv is None
-    _STATE.update(signum=None, said=False, over=False)
+    _STATE.update(signum=None, said=False, over=False, program=program, kept=None)
     previous = _install_stop_handlers()         # first: a Ctrl-C from here on is a clean stop
     code = None
     try:
@@ -409,6 +428,8 @@ def main(argv=None) -> int:
                 _leave(code)
         if program and code is not None:
             _STATE["over"] = True
+            if _STATE["kept"] is not None:  # a comparison answered: leave without tearing it down
+                _leave_now(code)
         else:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
@@ -434,6 +455,26 @@ def _leave(code: int) -> None:
         atexit._run_exitfuncs()
     finally:
         os._exit(code)
+
+
+def _leave_now(code: int) -> None:
+    """The program's way out after a comparison it answered: flush the output, run the exit
+    hooks (they remove the scratch folders and unlink the semaphores), and exit without freeing
+    the profiles, the comparison and every module Python imported one object at a time (``run``
+    keeps them referenced until here): on the 1 GB pair that teardown was ~0.3 s of CPU, and
+    most of a second on a busy machine, after the answer was out."""
+    status = code
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError, AttributeError):
+            if stream is sys.stdout and status == EXIT_OK:
+                status = 120            # what Python's own exit returns when stdout cannot be flushed
+    import atexit
+    try:
+        atexit._run_exitfuncs()
+    finally:
+        os._exit(status)
 
 
 def _main(argv: list) -> int:
