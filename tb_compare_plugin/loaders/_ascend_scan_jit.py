@@ -11,6 +11,9 @@ than OK and the caller hands the chunk to the general decoder.
 """
 import numba as nb
 import numpy as np
+from llvmlite import ir
+from numba.core import types
+from numba.extending import intrinsic
 
 # statuses
 OK, BAD, ODD, FULL, TOO_MANY, ODD_X, ODD_FLOW = 0, 1, 2, 3, 4, 5, 6
@@ -46,52 +49,86 @@ jit = nb.njit(cache=True, nogil=True, boundscheck=False)
 inline = nb.njit(cache=True, nogil=True, boundscheck=False, inline="always")
 
 
+# The helpers take the chunk as its address, not as an array: numba updates an array's reference
+# count (atomically) wherever one is passed, even to an inlined function.
+@intrinsic
+def _ld1(typingctx, addr, idx):
+    """The byte at address ``addr + idx`` (as int64)."""
+    sig = types.int64(addr, idx)
+
+    def codegen(context, builder, signature, args):
+        a, i = args
+        v = builder.load(builder.inttoptr(builder.add(a, i), ir.IntType(8).as_pointer()))
+        return builder.zext(v, ir.IntType(64))
+    return sig, codegen
+
+
+@intrinsic
+def _ld8(typingctx, addr, idx):
+    """The 8 bytes at address ``addr + idx`` as one uint64 (unaligned; little-endian machines)."""
+    sig = types.uint64(addr, idx)
+
+    def codegen(context, builder, signature, args):
+        a, i = args
+        return builder.load(builder.inttoptr(builder.add(a, i), ir.IntType(64).as_pointer()), align=1)
+    return sig, codegen
+
+
+@intrinsic
+def _ldq(typingctx, addr, idx):
+    """The int64 at address ``addr + idx`` (8-aligned table entries)."""
+    sig = types.int64(addr, idx)
+
+    def codegen(context, builder, signature, args):
+        a, i = args
+        return builder.load(builder.inttoptr(builder.add(a, i), ir.IntType(64).as_pointer()))
+    return sig, codegen
+
+
 @inline
 def _ws(b, i, n):
-    while i < n and (b[i] == 32 or b[i] == 10 or b[i] == 13 or b[i] == 9):
+    while i < n and (_ld1(b, i) == 32 or _ld1(b, i) == 10 or _ld1(b, i) == 13 or _ld1(b, i) == 9):
         i += 1
     return i
 
 
 @inline
-def _str_end(b, w, w_a0, i, n, allow_u):
-    """b[i] is just after an opening quote: the index of the closing quote; -1 bad JSON, -2 a
+def _str_end(b, i, n, allow_u):
+    """_ld1(b, i) is just after an opening quote: the index of the closing quote; -1 bad JSON, -2 a
     \\u escape where ``allow_u`` is False (msgspec checks those even in values it skips).
-    ``w`` is the same bytes from b[a0] on as aligned uint64 words (see :func:`scan`): 8 plain bytes
-    (no quote, backslash or control character) are skipped at a time."""
+    ``b`` is the chunk's address (as in every helper); 8 plain bytes (no quote, backslash or
+    control character) are skipped at a time."""
     j = i
-    a0 = w_a0[0]
-    end8 = a0 + len(w) * 8
     while True:
         while j < n:
-            if ((j - a0) & 7) == 0 and a0 <= j and j + 8 <= end8:
-                x = w[(j - a0) >> 3]
+            if j + 8 <= n:
+                x = _ld8(b, j)
                 t = x ^ _QUOTES
                 u = x ^ _SLASHES
                 if (((t - _ONES) & ~t) | ((u - _ONES) & ~u) | ((x - _SPACES) & ~x)) & _HIGH == _ZERO:
                     j += 8
                     continue
-            c = b[j]
+            c = _ld1(b, j)
             if c == 34 or c == 92 or c < 32:
                 break
             j += 1
         if j >= n:
             return -1
-        c = b[j]
+        c = _ld1(b, j)
         if c == 34:
             return j
         if c != 92:
             return -1                                   # a control character
         if j + 1 >= n:
             return -1
-        d = b[j + 1]
+        d = _ld1(b, j + 1)
         if d == 117:
             if not allow_u:
                 return -2
             if j + 5 >= n:
                 return -1
             for q in range(j + 2, j + 6):
-                h = b[q]
+                h = _ld1(b, q)
                 if not ((48 <= h <= 57) or (65 <= h <= 70) or (97 <= h <= 102)):
                     return -1
             j += 6
@@ -103,20 +140,20 @@ def _str_end(b, w, w_a0, i, n, allow_u):
 
 @inline
 def _num_end(b, i, n):
-    """A JSON number at b[i]: (end, is_int, digits before the dot, digits after, exponent seen,
+    """A JSON number at _ld1(b, i): (end, is_int, digits before the dot, digits after, exponent seen,
     v); v is the value of all the digits (the dot left out) when they are at most 18, or an int of
     19 digits within int64; -1 for a longer int, 2**53 when there are more than 18 digits with a
     dot.  End -1 when it is not a JSON number."""
-    if b[i] == 45:
+    if _ld1(b, i) == 45:
         i += 1
-    if i >= n or not (48 <= b[i] <= 57):
+    if i >= n or not (48 <= _ld1(b, i) <= 57):
         return -1, False, 0, 0, False, 0
-    if b[i] == 48 and i + 1 < n and 48 <= b[i + 1] <= 57:
+    if _ld1(b, i) == 48 and i + 1 < n and 48 <= _ld1(b, i + 1) <= 57:
         return -1, False, 0, 0, False, 0
     v = 0
     wd = 0
-    while i < n and 48 <= b[i] <= 57:
-        d = b[i] - 48
+    while i < n and 48 <= _ld1(b, i) <= 57:
+        d = _ld1(b, i) - 48
         if wd < 18 or (wd == 18 and (v < 922337203685477580 or (v == 922337203685477580 and d <= 7))):
             v = v * 10 + d
         elif wd == 18:
@@ -125,42 +162,42 @@ def _num_end(b, i, n):
         i += 1
     fd = 0
     isint = True
-    if i < n and b[i] == 46:
+    if i < n and _ld1(b, i) == 46:
         isint = False
         i += 1
-        if i >= n or not (48 <= b[i] <= 57):
+        if i >= n or not (48 <= _ld1(b, i) <= 57):
             return -1, False, 0, 0, False, 0
-        while i < n and 48 <= b[i] <= 57:
+        while i < n and 48 <= _ld1(b, i) <= 57:
             if wd + fd < 18:
-                v = v * 10 + (b[i] - 48)
+                v = v * 10 + (_ld1(b, i) - 48)
             else:
                 v = 9007199254740992                   # (only the 18 first digits are kept)
             fd += 1
             i += 1
     exp = False
-    if i < n and (b[i] == 101 or b[i] == 69):
+    if i < n and (_ld1(b, i) == 101 or _ld1(b, i) == 69):
         isint = False
         exp = True
         i += 1
-        if i < n and (b[i] == 43 or b[i] == 45):
+        if i < n and (_ld1(b, i) == 43 or _ld1(b, i) == 45):
             i += 1
-        if i >= n or not (48 <= b[i] <= 57):
+        if i >= n or not (48 <= _ld1(b, i) <= 57):
             return -1, False, 0, 0, False, 0
-        while i < n and 48 <= b[i] <= 57:
+        while i < n and 48 <= _ld1(b, i) <= 57:
             i += 1
     return i, isint, wd, fd, exp, v
 
 
 @inline
-def _skip(b, w, w_a0, i, n, stack):
-    """Skip the JSON value at b[i] (nested values included): the index after it; -1 bad JSON,
+def _skip(b, i, n, stack):
+    """Skip the JSON value at _ld1(b, i) (nested values included): the index after it; -1 bad JSON,
     -2 something the scanner leaves to the general decoder."""
     depth = 0
     while True:
         i = _ws(b, i, n)
         if i >= n:
             return -1
-        c = b[i]
+        c = _ld1(b, i)
         if c == 123 or c == 91:                         # open: first member / element, or empty
             if depth >= MAX_DEPTH:
                 return -2
@@ -169,24 +206,24 @@ def _skip(b, w, w_a0, i, n, stack):
             i = _ws(b, i + 1, n)
             if i >= n:
                 return -1
-            if (c == 123 and b[i] == 125) or (c == 91 and b[i] == 93):
+            if (c == 123 and _ld1(b, i) == 125) or (c == 91 and _ld1(b, i) == 93):
                 depth -= 1
                 i += 1
             elif c == 123:
-                if b[i] != 34:
+                if _ld1(b, i) != 34:
                     return -1
-                j = _str_end(b, w, w_a0, i + 1, n, False)
+                j = _str_end(b, i + 1, n, False)
                 if j < 0:
                     return j
                 i = _ws(b, j + 1, n)
-                if i >= n or b[i] != 58:
+                if i >= n or _ld1(b, i) != 58:
                     return -1
                 i += 1
                 continue
             else:
                 continue
         elif c == 34:
-            j = _str_end(b, w, w_a0, i + 1, n, False)
+            j = _str_end(b, i + 1, n, False)
             if j < 0:
                 return j
             i = j + 1
@@ -194,11 +231,11 @@ def _skip(b, w, w_a0, i, n, stack):
             i = _num_end(b, i, n)[0]
             if i < 0:
                 return -1
-        elif c == 116 and i + 4 <= n and b[i + 1] == 114 and b[i + 2] == 117 and b[i + 3] == 101:
+        elif c == 116 and i + 4 <= n and _ld1(b, i + 1) == 114 and _ld1(b, i + 2) == 117 and _ld1(b, i + 3) == 101:
             i += 4
-        elif c == 102 and i + 5 <= n and b[i + 1] == 97 and b[i + 2] == 108 and b[i + 3] == 115 and b[i + 4] == 101:
+        elif c == 102 and i + 5 <= n and _ld1(b, i + 1) == 97 and _ld1(b, i + 2) == 108 and _ld1(b, i + 3) == 115 and _ld1(b, i + 4) == 101:
             i += 5
-        elif c == 110 and i + 4 <= n and b[i + 1] == 117 and b[i + 2] == 108 and b[i + 3] == 108:
+        elif c == 110 and i + 4 <= n and _ld1(b, i + 1) == 117 and _ld1(b, i + 2) == 108 and _ld1(b, i + 3) == 108:
             i += 4
         else:
             return -1
@@ -208,18 +245,18 @@ def _skip(b, w, w_a0, i, n, stack):
             i = _ws(b, i, n)
             if i >= n:
                 return -1
-            c = b[i]
+            c = _ld1(b, i)
             top = stack[depth - 1]
             if c == 44:
                 i = _ws(b, i + 1, n)
                 if top == 123:
-                    if i >= n or b[i] != 34:
+                    if i >= n or _ld1(b, i) != 34:
                         return -1
-                    j = _str_end(b, w, w_a0, i + 1, n, False)
+                    j = _str_end(b, i + 1, n, False)
                     if j < 0:
                         return j
                     i = _ws(b, j + 1, n)
-                    if i >= n or b[i] != 58:
+                    if i >= n or _ld1(b, i) != 58:
                         return -1
                     i += 1
                 break
@@ -232,49 +269,45 @@ def _skip(b, w, w_a0, i, n, stack):
 
 @inline
 def _key(b, s, e, kb, koff, klut):
-    """Index of the key b[s:e] in the key table, -1 when it is not one."""
+    """Index of the key at b + s .. e in a key table (addresses of its bytes, int64 offsets and
+    int64 lookup), -1 when it is not one."""
     ln = e - s
     if ln <= 0:
         return -1
-    k = klut[(((ln & 31) << 7) ^ b[s] ^ (b[e - 1] << 4) ^ (b[s + ln // 2] << 2)) & 4095]
-    if k < 0 or koff[k + 1] - koff[k] != ln:
+    k = _ldq(klut, 8 * ((((ln & 31) << 7) ^ _ld1(b, s) ^ (_ld1(b, e - 1) << 4) ^ (_ld1(b, s + ln // 2) << 2)) & 4095))
+    if k < 0:
         return -1
-    o = koff[k]
+    o = _ldq(koff, 8 * k)
+    if _ldq(koff, 8 * k + 8) - o != ln:
+        return -1
     for q in range(ln):
-        if b[s + q] != kb[o + q]:
+        if _ld1(b, s + q) != _ld1(kb, o + q):
             return -1
     return k
 
 
 @inline
-def _word(b, w, w_a0, p, e):
-    """The bytes b[p:min(p + 8, e)] as a little-endian uint64 (zero-padded)."""
-    q = p - w_a0[0]
-    k = q >> 3
-    r = q & 7
-    if p + 8 <= e and q >= 0 and k + 2 <= len(w):
-        if r == 0:
-            return w[k]
-        sh = np.uint64(8 * r)
-        return (w[k] >> sh) | (w[k + 1] << (_U64 - sh))
+def _word(b, p, e):
+    """The bytes at b + p .. min(p + 8, e) as a little-endian uint64 (zero-padded)."""
+    if p + 8 <= e:
+        return _ld8(b, p)
     x = _ZERO
-    q = min(p + 8, e) - 1
+    q = e - 1
     while q >= p:
-        x = (x << _U8) | np.uint64(b[q])
+        x = (x << _U8) | np.uint64(_ld1(b, q))
         q -= 1
     return x
 
 
 @inline
-def _intern(b, w, w_a0, s, e, th, tg, tl, tid, state, new_s, new_e):
-    """Id of the raw text b[s:e] in the cross-chunk table (a new one is listed in new_s/new_e);
-    -1 when the table or the new-span list is full."""
+def _hash(b, s, e):
+    """The two 64-bit hashes of the raw bytes b + s .. e."""
     ln = np.uint64(e - s)
     h = _H0 ^ ln
     g = _G0 ^ ln
     p = s
     while p < e:
-        x = _word(b, w, w_a0, p, e)
+        x = _word(b, p, e)
         h = (h ^ x) * _HP
         g = (g ^ x) * _GP
         p += 8
@@ -284,56 +317,37 @@ def _intern(b, w, w_a0, s, e, th, tg, tl, tid, state, new_s, new_e):
     g ^= g >> _S31
     g *= _M2
     g ^= g >> _S27
-    mask = np.uint64(len(tid) - 1)
-    p = np.int64(h & mask)
-    while True:
-        c = tid[p]
-        if c < 0:
-            break
-        if th[p] == h and tg[p] == g and tl[p] == e - s:
-            return c
-        p = np.int64((np.uint64(p) + np.uint64(1)) & mask)
-    cnt = state[0]
-    k = state[1]
-    if 2 * (state[2] + 1) > len(tid) or k >= len(new_s):
-        return -1
-    state[2] += 1
-    tid[p] = cnt
-    th[p] = h
-    tg[p] = g
-    tl[p] = e - s
-    new_s[k] = s
-    new_e[k] = e
-    state[0] = cnt + 1
-    state[1] = k + 1
-    return cnt
+    return h, g
 
 
 @jit
-def scan(b, w, w_a0, K, V, DV, xok, fok, th, tg, tl, tid, state, new_s, new_e, tkb, tkoff, tklut, tmode, akb, akoff, aklut, amode):
-    """Walk ``[ev, ev, ...]`` once: (status, events).  ``w`` is b[a0:] as uint64 words, a0 =
-    ``w_a0[0]`` (0-7) the first 8-aligned byte, so the words are aligned loads.  Row ``r`` of K / V holds event r's value
+def scan(buf, K, V, DV, xok, fok, th, tg, tl, tid, state, new_s, new_e, tkb_, tkoff_, tklut_, tmode, akb_, akoff_, aklut_, amode):
+    """Walk ``[ev, ev, ...]`` (``buf``) once: (status, events).  Row ``r`` of K / V holds event r's value
     kinds and values (column F_*), DV[r] its ``dur``; text values are ids into the distinct-span
     table (th, tg, tl, tid; ``state`` = [ids handed out so far, new spans in this call, entries in
     the table]; a full table is replaced by a bigger empty one: a text met again gets a new id).  Integers
     of 2**53 or more are read only in ``id`` (elsewhere the general decoder may keep them as objects)."""
-    n = len(b)
+    b = buf.ctypes.data
+    n = len(buf)
+    tkb, tkoff, tklut = tkb_.ctypes.data, tkoff_.ctypes.data, tklut_.ctypes.data
+    akb, akoff, aklut = akb_.ctypes.data, akoff_.ctypes.data, aklut_.ctypes.data
+    tmask = np.uint64(len(tid) - 1)
     cap = K.shape[0]
     nf = K.shape[1]
     stack = np.zeros(MAX_DEPTH + 1, np.uint8)
     state[1] = 0
     i = _ws(b, 0, n)
-    if i >= n or b[i] != 91:
+    if i >= n or _ld1(b, i) != 91:
         return BAD, 0
     i = _ws(b, i + 1, n)
-    if i < n and b[i] == 93:
+    if i < n and _ld1(b, i) == 93:
         i = _ws(b, i + 1, n)
         return (OK if i == n else BAD), 0
     ev = 0
     while True:                                         # one event per turn
         if i >= n:
             return BAD, ev
-        if b[i] != 123:
+        if _ld1(b, i) != 123:
             return ODD, ev
         if ev >= cap:
             return TOO_MANY, ev
@@ -345,14 +359,14 @@ def scan(b, w, w_a0, K, V, DV, xok, fok, th, tg, tl, tid, state, new_s, new_e, t
         if i >= n:
             return BAD, ev
         inargs = False
-        closed = b[i] == 125
+        closed = _ld1(b, i) == 125
         if closed:
             i += 1
         while not closed:                               # one member per turn
-            if i >= n or b[i] != 34:
+            if i >= n or _ld1(b, i) != 34:
                 return BAD, ev
             s = i + 1
-            j = _str_end(b, w, w_a0, s, n, False)
+            j = _str_end(b, s, n, False)
             if j < 0:
                 return (BAD if j == -1 else ODD), ev
             if inargs:
@@ -364,45 +378,68 @@ def scan(b, w, w_a0, K, V, DV, xok, fok, th, tg, tl, tid, state, new_s, new_e, t
                 mode = tmode[k] if k >= 0 else 0
                 f = k
             i = _ws(b, j + 1, n)
-            if i >= n or b[i] != 58:
+            if i >= n or _ld1(b, i) != 58:
                 return BAD, ev
             i = _ws(b, i + 1, n)
             if i >= n:
                 return BAD, ev
             if mode != 0 and K[ev, f] != K_ABSENT:      # a repeated key: the general decoder decides
                 return ODD, ev
-            c = b[i]
+            c = _ld1(b, i)
             if mode == 7 and c == 123:                  # args: its members are read as ours
                 K[ev, F_ARGS] = K_OBJ
                 i = _ws(b, i + 1, n)
-                if i < n and b[i] == 125:
+                if i < n and _ld1(b, i) == 125:
                     i += 1
                 else:
                     inargs = True
                     continue
             elif c == 34:                               # a string
-                j = _str_end(b, w, w_a0, i + 1, n, mode == 3 or mode == 4 or mode == 6)
+                j = _str_end(b, i + 1, n, mode == 3 or mode == 4 or mode == 6)
                 if j < 0:
                     return (BAD if j == -1 else ODD), ev
                 s = i + 1
                 i = j + 1
                 if mode == 3 or mode == 4:
-                    r = _intern(b, w, w_a0, s, j, th, tg, tl, tid, state, new_s, new_e)
+                    # the text's id in the cross-chunk table; a new one is listed in new_s / new_e
+                    h, g = _hash(b, s, j)
+                    q = np.int64(h & tmask)
+                    r = -1
+                    while True:
+                        c = tid[q]
+                        if c < 0:
+                            break
+                        if th[q] == h and tg[q] == g and tl[q] == j - s:
+                            r = c
+                            break
+                        q = np.int64((np.uint64(q) + np.uint64(1)) & tmask)
                     if r < 0:
-                        return FULL, ev
+                        r = state[0]
+                        k = state[1]
+                        if 2 * (state[2] + 1) > len(tid) or k >= len(new_s):
+                            return FULL, ev
+                        state[2] += 1
+                        tid[q] = r
+                        th[q] = h
+                        tg[q] = g
+                        tl[q] = j - s
+                        new_s[k] = s
+                        new_e[k] = j
+                        state[0] = r + 1
+                        state[1] = k + 1
                     K[ev, f] = K_STR
                     V[ev, f] = r
                 elif mode == 6:                         # ph: one letter
                     K[ev, f] = K_STR if j - s == 1 else K_OTHER
-                    V[ev, f] = b[s]
+                    V[ev, f] = _ld1(b, s)
                 elif mode == 2:                         # ts: digits "." 3 digits -> exact ns
                     ln = j - s
                     # 4..19 digits, as ascend_columns.ts_ns reads them (19: below the int64 limit)
-                    ok = 5 <= ln <= 20 and b[j - 4] == 46 and (ln < 20 or b[s] <= 56)
+                    ok = 5 <= ln <= 20 and _ld1(b, j - 4) == 46 and (ln < 20 or _ld1(b, s) <= 56)
                     v = 0
                     if ok:
                         for q in range(s, j):
-                            d = b[q]
+                            d = _ld1(b, q)
                             if q == j - 4:
                                 continue
                             if not (48 <= d <= 57):
@@ -438,12 +475,12 @@ def scan(b, w, w_a0, K, V, DV, xok, fok, th, tg, tl, tid, state, new_s, new_e, t
                         V[ev, f] = (s0 << 32) | j
                 elif mode != 0:
                     K[ev, f] = K_OTHER
-            elif c == 110 and i + 4 <= n and b[i + 1] == 117 and b[i + 2] == 108 and b[i + 3] == 108:
+            elif c == 110 and i + 4 <= n and _ld1(b, i + 1) == 117 and _ld1(b, i + 2) == 108 and _ld1(b, i + 3) == 108:
                 i += 4
                 if mode != 0:
                     K[ev, f] = K_NULL
             else:                                       # true / false / array / object
-                j = _skip(b, w, w_a0, i, n, stack)
+                j = _skip(b, i, n, stack)
                 if j < 0:
                     return (BAD if j == -1 else ODD), ev
                 i = j
@@ -454,7 +491,7 @@ def scan(b, w, w_a0, K, V, DV, xok, fok, th, tg, tl, tid, state, new_s, new_e, t
                 i = _ws(b, i, n)
                 if i >= n:
                     return BAD, ev
-                c = b[i]
+                c = _ld1(b, i)
                 if c == 44:
                     i = _ws(b, i + 1, n)
                     break
@@ -486,7 +523,7 @@ def scan(b, w, w_a0, K, V, DV, xok, fok, th, tg, tl, tid, state, new_s, new_e, t
         i = _ws(b, i, n)
         if i >= n:
             return BAD, ev
-        c = b[i]
+        c = _ld1(b, i)
         if c == 44:
             i = _ws(b, i + 1, n)
             continue

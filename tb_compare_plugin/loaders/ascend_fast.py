@@ -179,13 +179,10 @@ class Scanner:
         j = self.j
         self._rows(len(buf) // 96 + 16)
         self._new(len(buf) // 64 + 16)
-        a0 = -buf.ctypes.data % 8                          # the same bytes as aligned words, 8 at a time
-        words = buf[a0:a0 + max(len(buf) - a0, 0) // 8 * 8].view(np.uint64)
-        w_a0 = np.array([a0], np.int64)
         tries = 0
         while True:
             tries += 1
-            status, n = j.scan(buf, words, w_a0, self.K, self.V, self.DV, self.xok, self.fok, self.th, self.tg, self.tl, self.tid, self.state,
+            status, n = j.scan(buf, self.K, self.V, self.DV, self.xok, self.fok, self.th, self.tg, self.tl, self.tid, self.state,
                                self.new_s, self.new_e, *self.keys)
             self._decode_new(buf, int(self.state[1]))
             if tries > 8:
