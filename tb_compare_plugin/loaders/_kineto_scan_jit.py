@@ -437,7 +437,8 @@ def _key_is(p, s, L, n, kw, k):
 def scan(b, kn, iv, fv, ks, ss, se, sh, sg, klen, kword, kslot, klut, aklen, akword, akslot, aklut):
     """Walk ``[ev, ev, ...]`` once, filling row ``ev`` of the (event, field) tables: (status, events).
 
-    One flat loop; the 8-bytes-at-a-time helpers are inlined.  A number's value is derived only
+    One flat loop; the 8-bytes-at-a-time helpers are inlined; single bytes are read through the
+    address too (an array index also pays for Python's negative-index wraparound).  A number's value is derived only
     for the fields kept (the others are only validated).  A key is matched by its (length, first byte, last byte) slot in a 4096-entry
     table and then compared word by word with the key's bytes (``kword``: 4 words per key, zero
     padded).  Text values are hashed while their bodies are scanned."""
@@ -449,17 +450,17 @@ def scan(b, kn, iv, fv, ks, ss, se, sh, sg, klen, kword, kslot, klut, aklen, akw
     nkn = kn.shape[1]
     nks = ks.shape[1]
     i = _ws(p, 0, n)
-    if i >= n or b[i] != 91:
+    if i >= n or _ld1(p, i) != 91:
         return BAD_JSON, 0
     i = _ws(p, i + 1, n)
-    if i < n and b[i] == 93:
+    if i < n and _ld1(p, i) == 93:
         i = _ws(p, i + 1, n)
         return (OK if i == n else BAD_JSON), 0
     ev = 0
     while True:                                         # one event per turn
         if i >= n:
             return BAD_JSON, ev
-        if b[i] != 123:
+        if _ld1(p, i) != 123:
             return MISMATCH, ev
         if ev >= cap:
             return TOO_MANY, ev
@@ -471,21 +472,21 @@ def scan(b, kn, iv, fv, ks, ss, se, sh, sg, klen, kword, kslot, klut, aklen, akw
         if i >= n:
             return BAD_JSON, ev
         inargs = False
-        closed = b[i] == 125
+        closed = _ld1(p, i) == 125
         if closed:
             i += 1
         while not closed:                               # one member per turn
             # -- the key
-            if b[i] != 34:
+            if _ld1(p, i) != 34:
                 return BAD_JSON, ev
             s = i + 1
             e = _strend(p, s, n)
             if e >= n:
                 return BAD_JSON, ev
-            if b[e] != 34:
-                return (ESC_KEY if b[e] == 92 else BAD_JSON), ev
+            if _ld1(p, e) != 34:
+                return (ESC_KEY if _ld1(p, e) == 92 else BAD_JSON), ev
             i = _ws(p, e + 1, n)
-            if i >= n or b[i] != 58:
+            if i >= n or _ld1(p, i) != 58:
                 return BAD_JSON, ev
             i = _ws(p, i + 1, n)
             if i >= n:
@@ -493,7 +494,7 @@ def scan(b, kn, iv, fv, ks, ss, se, sh, sg, klen, kword, kslot, klut, aklen, akw
             slot = -1
             L = e - s
             if L > 0:
-                code = (((L & 31) << 7) ^ b[s] ^ (b[e - 1] << 4)) & 4095
+                code = (((L & 31) << 7) ^ _ld1(p, s) ^ (_ld1(p, e - 1) << 4)) & 4095
                 if inargs:
                     k = aklut[code]
                     if k >= 0 and aklen[k] == L and _key_is(p, s, L, n, akwp, k):
@@ -503,7 +504,7 @@ def scan(b, kn, iv, fv, ks, ss, se, sh, sg, klen, kword, kslot, klut, aklen, akw
                     if k >= 0 and klen[k] == L and _key_is(p, s, L, n, kwp, k):
                         slot = kslot[k]
             # -- the value
-            c = b[i]
+            c = _ld1(p, i)
             f = slot - 1000                             # >= 0: a text / raw field
             vs = i                                      # the value's span, for text and raw fields
             if slot == 9999:
@@ -512,7 +513,7 @@ def scan(b, kn, iv, fv, ks, ss, se, sh, sg, klen, kword, kslot, klut, aklen, akw
                 i = _ws(p, i + 1, n)
                 if i >= n:
                     return BAD_JSON, ev
-                if b[i] != 125:
+                if _ld1(p, i) != 125:
                     inargs = True
                     continue                            # the args' first key
                 i += 1                                  # empty args
@@ -532,7 +533,7 @@ def scan(b, kn, iv, fv, ks, ss, se, sh, sg, klen, kword, kslot, klut, aklen, akw
                                 q += 8
                                 continue
                             r = _first(m)
-                            if b[q + r] == 34:
+                            if _ld1(p, q + r) == 34:
                                 hs, gs = _finish(h, g, x & _low(r), q + r - i - 1)
                                 j = q + r + 1
                                 break
@@ -615,12 +616,12 @@ def scan(b, kn, iv, fv, ks, ss, se, sh, sg, klen, kword, kslot, klut, aklen, akw
                 i = _ws(p, i, n)
                 if i >= n:
                     return BAD_JSON, ev
-                if b[i] == 44:
+                if _ld1(p, i) == 44:
                     i = _ws(p, i + 1, n)
                     if i >= n:
                         return BAD_JSON, ev
                     break
-                if b[i] != 125:
+                if _ld1(p, i) != 125:
                     return BAD_JSON, ev
                 i += 1
                 if inargs:
@@ -632,10 +633,10 @@ def scan(b, kn, iv, fv, ks, ss, se, sh, sg, klen, kword, kslot, klut, aklen, akw
         i = _ws(p, i, n)
         if i >= n:
             return BAD_JSON, ev
-        if b[i] == 44:
+        if _ld1(p, i) == 44:
             i = _ws(p, i + 1, n)
             continue
-        if b[i] == 93:
+        if _ld1(p, i) == 93:
             i = _ws(p, i + 1, n)
             return (OK if i == n else BAD_JSON), ev
         return BAD_JSON, ev
