@@ -6,7 +6,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from tb_compare_plugin.engines.api import api_stats
+from tb_compare_plugin.engines.kernel import kernel_rows, kernel_stats
 from tb_compare_plugin.engines.optree import OpTree, preorder
+from tb_compare_plugin.engines.step_breakdown import _outermost, group_reduce
+from tb_compare_plugin.engines.steps import side_steps
 from tb_compare_plugin.loaders import load
 from tb_compare_plugin.loaders.kineto_build import _group_ids
 from tb_compare_plugin.model import intervals, jit
@@ -67,6 +71,19 @@ def test_preorder(both, seed, n, tmax):
     _same(*both(preorder, parent, s, e - s))
 
 
+@pytest.mark.parametrize("seed,tmax", [(8, 100000), (9, 30)])
+def test_union_outermost_group_reduce(both, seed, tmax):
+    s, e, g = _intervals(seed, 4000, 5, tmax)
+    e = e - (np.arange(len(e)) % 7 == 0) * (tmax // 3)     # some intervals end before they start
+    _same(*both(intervals.union, s, e))
+    parent, _ = intervals.nest(s, e, g)
+    mask = np.random.default_rng(seed).random(len(s)) < 0.6
+    _same(*both(_outermost, mask, parent))
+    idx = np.abs(g) % 3
+    for uf, fill in ((np.minimum, np.iinfo(np.int64).max), (np.maximum, np.iinfo(np.int64).min)):
+        _same(*both(group_reduce, uf, idx, e, 4, fill))
+
+
 @pytest.mark.parametrize("distinct", [3, 300])              # 300: more threads than the kernel keeps
 def test_group_ids(both, distinct):
     rng = np.random.default_rng(distinct)
@@ -84,11 +101,13 @@ def test_profile_and_op_tree(both, request, path):
     def build():
         prof = load("trace-json", str(path))
         tree = OpTree(prof)
-        return prof, tree.to_arrays()[1]
-    (p1, t1), (p2, t2) = both(build)
+        return (prof, tree.to_arrays()[1], api_stats(prof), kernel_stats(kernel_rows(prof), prof.symbols),
+                side_steps(prof).to_dict())
+    (p1, t1, a1, k1, s1), (p2, t2, a2, k2, s2) = both(build)
     assert p1.tables.keys() == p2.tables.keys()
     for name in p1.tables:
         assert p1.tables[name].equals(p2.tables[name]), name
     assert t1.keys() == t2.keys()
     for k in t1:
         _same(t1[k], t2[k])
+    assert a1.equals(a2) and k1.equals(k2) and s1 == s2

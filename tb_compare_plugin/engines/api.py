@@ -10,6 +10,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ..model import jit
+from ..model.keys import id_mask
 from .per_step import divided
 from .sidebyside import merge_sides, ratio
 
@@ -22,7 +24,7 @@ def host_op_mask(profile) -> np.ndarray:
     cats = [sym.lookup(c) for c in HOST_CATS]
     cat = profile.ops["cat"].to_numpy()
     lower_ids = sym.ids_matching(lambda s: s.lower() in HOST_CATS)
-    return np.isin(cat, np.union1d([c for c in cats if c > 0], lower_ids))
+    return id_mask(cat, np.union1d([c for c in cats if c > 0], lower_ids))
 
 
 def step_descendant_mask(profile, step: int) -> np.ndarray:
@@ -62,13 +64,17 @@ def api_stats(profile, step: int | None = None) -> pd.DataFrame:
     mask = host_op_mask(profile)
     dur = ops["dur_ns"].to_numpy()
     parent = ops["parent"].to_numpy()
-    child_sum = np.zeros(len(ops), dtype=np.int64)
-    has_parent = parent >= 0
-    np.add.at(child_sum, parent[has_parent], dur[has_parent])
+    k = jit.kernels(len(ops))
+    if k is not None:
+        child_sum = k.child_sums(np.asarray(parent, np.int64), np.asarray(dur, np.int64))
+    else:
+        child_sum = np.zeros(len(ops), dtype=np.int64)
+        has_parent = parent >= 0
+        np.add.at(child_sum, parent[has_parent], dur[has_parent])
     selfd = dur - child_sum
     names = ops["name"].to_numpy()
     step_ids = sym.ids_matching(lambda s: s.startswith("ProfilerStep#"))
-    mask &= ~np.isin(names, step_ids)
+    mask &= ~id_mask(names, step_ids)
     if step is not None:
         mask &= step_descendant_mask(profile, step)
     order = np.argsort(ops["start_ns"].to_numpy()[mask], kind="stable")

@@ -102,9 +102,11 @@ def kernel_rows(profile, step: int | None = None) -> pd.DataFrame:
     (runs on tensor / matrix cores), ``blocks_per_sm`` and ``occupancy_pct`` (NaN: no arg)."""
     k = profile.kernels
     sym = profile.symbols
+    keep = _listed(profile, k)
     if step is not None:
-        k = k[k["step"] == step]
-    sel = k[_listed(profile, k)]
+        keep = keep & (k["step"].to_numpy() == step)
+    # only the columns read below, then the rows (the table has ~40 columns)
+    sel = k[[c for c in _ROW_COLUMNS if c in k.columns]][keep]
     names, shapes = _row_names_shapes(profile, sel)
     out = pd.DataFrame({"kernel": names, "input_shape": shapes,
                         "dur_us": sel["dur_ns"].to_numpy() / 1000.0})
@@ -113,6 +115,9 @@ def kernel_rows(profile, step: int | None = None) -> pd.DataFrame:
         out["blocks_per_sm"] = sel["blocks_per_sm"].to_numpy()
         out["occupancy_pct"] = sel["occupancy_pct"].to_numpy()
     return out
+
+
+_ROW_COLUMNS = ("name", "type", "input_shapes", "launch_op", "dur_ns", "blocks_per_sm", "occupancy_pct")
 
 
 def _weighted(rows: pd.DataFrame, keys: list, col: str) -> pd.Series:

@@ -27,6 +27,7 @@ from ..model import KIND_COMM, KIND_MEMSET
 from ..model import jit
 from ..model.derived import derived
 from ..model.intervals import depths, nest, sweep_order
+from ..model.keys import id_mask
 from .api import host_op_mask
 
 STEP_MARK = "ProfilerStep#"
@@ -47,15 +48,16 @@ def preorder(parent: np.ndarray, start: np.ndarray, dur: np.ndarray):
     Siblings (and roots) are ordered by start, longer first, then row.  Returns
     (order, parent, depth, size) with order[k] = the row at pre-order position k and the other
     arrays indexed by position; the subtree of position k is [k, k + size[k]).  With numba
-    (``model.jit``): one depth-first walk over the children lists.
+    (``model.jit``): the rows by (start, longer first, row), bucketed by parent, and one
+    depth-first walk over those children lists.
     """
     n = len(parent)
     parent = np.asarray(parent, np.int64)
     k = jit.kernels(n)
     if k is not None:
         start = np.asarray(start, np.int64)
-        sib = sweep_order(start, start + np.asarray(dur, np.int64), parent)
-        order, ppos, depth, size, reached = k.preorder_walk(parent, sib)
+        by_start = k.longer_first(np.argsort(start, kind="stable"), start, start + np.asarray(dur, np.int64))
+        order, ppos, depth, size, reached = k.preorder_walk(parent, by_start)
         if reached == n:                    # else a cycle: the numpy form below says what it says
             return order, ppos, depth, size
     depth = depths(parent)
@@ -107,14 +109,17 @@ def adopt(parent, start, end, tid, is_annotation, is_step) -> np.ndarray:
         if not live.any():
             break
         up[live] = parent[up[live]]
-    ann_up = np.full(len(parent), -1, np.int64)
-    ann_up[ann] = up
+    # ... as a position in ann (every array below is indexed by annotation, not by op)
+    up = np.where(up >= 0, np.searchsorted(ann, np.maximum(up, 0)), -1)
     best = np.full(len(roots), -1, np.int64)
-    for t in np.unique(tid[ann]).tolist():
-        a = ann[tid[ann] == t]
-        a = a[np.lexsort((-(end[a] - start[a]), start[a]))]
-        slot = np.full(len(parent), -1, np.int64)
-        slot[a] = np.arange(len(a))
+    tid_ann = tid[ann]
+    slot = np.full(len(ann), -1, np.int64)          # annotation -> its place in its thread's ``a``
+    for t in np.unique(tid_ann).tolist():
+        ai = np.flatnonzero(tid_ann == t)
+        a = ann[ai]
+        o = np.lexsort((-(end[a] - start[a]), start[a]))
+        ai, a = ai[o], a[o]
+        slot[ai] = np.arange(len(a))
         r = np.flatnonzero(tid[roots] != t)
         rr = roots[r]
         idx = np.searchsorted(start[a], start[rr], side="right") - 1
@@ -124,8 +129,9 @@ def adopt(parent, start, end, tid, is_annotation, is_step) -> np.ndarray:
             bad = live & ((end[node] < end[rr]) | ((end[node] - start[node]) <= (end[rr] - start[rr])))
             if not bad.any():
                 break
-            up_node = ann_up[node[bad]]
+            up_node = up[ai[idx[bad]]]
             idx[bad] = np.where(up_node >= 0, slot[np.maximum(up_node, 0)], -1)
+        slot[ai] = -1
         found = idx >= 0
         cand = np.where(found, a[np.maximum(idx, 0)], -1)
         cur = np.maximum(best[r], 0)
@@ -183,17 +189,19 @@ class OpTree:
         ops = profile.ops
         sym = profile.symbols
         sel = np.flatnonzero(host_op_mask(profile)) if len(ops) else np.zeros(0, np.int64)
-        start = ops["start_ns"].to_numpy()[sel]
-        dur = np.maximum(ops["dur_ns"].to_numpy()[sel], 0)
-        tid = ops["tid"].to_numpy()[sel]
-        names = ops["name"].to_numpy()[sel]
+        every = len(sel) == len(ops)                # every op is a host op: no copies
+        start = ops["start_ns"].to_numpy() if every else ops["start_ns"].to_numpy()[sel]
+        dur = np.maximum(ops["dur_ns"].to_numpy() if every else ops["dur_ns"].to_numpy()[sel], 0)
+        tid = ops["tid"].to_numpy() if every else ops["tid"].to_numpy()[sel]
+        names = ops["name"].to_numpy() if every else ops["name"].to_numpy()[sel]
+        cats = ops["cat"].to_numpy() if every else ops["cat"].to_numpy()[sel]
         step_ids = sym.ids_matching(lambda s: STEP_MARK in s)
         annot_ids = sym.ids_matching(lambda s: s.lower() == "user_annotation")
         par = _loader_parents(ops, sel)
         if par is None:
             par, _ = nest(start, start + dur, tid)
-        is_step = np.isin(names, step_ids)
-        par = adopt(par, start, start + dur, tid, np.isin(ops["cat"].to_numpy()[sel], annot_ids), is_step)
+        is_step = id_mask(names, step_ids)
+        par = adopt(par, start, start + dur, tid, id_mask(cats, annot_ids), is_step)
         order, self.parent, self.depth, self.size = preorder(par, start, dur)
         n = len(sel)
         self.n = n
@@ -285,16 +293,21 @@ class OpTree:
         dev = pd.DataFrame({name: v[o] for name, v in cols.items()})
         self.dev = dev
         node = dev["node"].to_numpy()
-        ids = np.arange(self.n)
-        first = np.zeros(self.n + 1, np.int64)       # first dev row of each node (node-sorted rows)
-        np.cumsum(np.bincount(node, minlength=self.n), out=first[1:])
-        self.dev_lo = first[ids]
-        self.dev_hi = first[ids + self.size]
         dur = dev["dur_ns"].to_numpy(dtype=np.int64)
-        cum = np.concatenate([[0], np.cumsum(dur)])
-        ccum = np.concatenate([[0], np.cumsum(np.where(dev["comm"].to_numpy(bool), dur, 0))])
-        self.kernel_ns = cum[self.dev_hi] - cum[self.dev_lo]       # subtree device time
-        self.comm_ns = ccum[self.dev_hi] - ccum[self.dev_lo]       # ... of it in collectives
+        kern = jit.kernels(self.n)
+        if kern is not None:
+            self.dev_lo, self.dev_hi, self.kernel_ns, self.comm_ns = kern.subtree_spans(
+                np.asarray(node, np.int64), np.asarray(self.size, np.int64), dur, dev["comm"].to_numpy(bool))
+        else:
+            ids = np.arange(self.n)
+            first = np.zeros(self.n + 1, np.int64)       # first dev row of each node (node-sorted rows)
+            np.cumsum(np.bincount(node, minlength=self.n), out=first[1:])
+            self.dev_lo = first[ids]
+            self.dev_hi = first[ids + self.size]
+            cum = np.concatenate([[0], np.cumsum(dur)])
+            ccum = np.concatenate([[0], np.cumsum(np.where(dev["comm"].to_numpy(bool), dur, 0))])
+            self.kernel_ns = cum[self.dev_hi] - cum[self.dev_lo]       # subtree device time
+            self.comm_ns = ccum[self.dev_hi] - ccum[self.dev_lo]       # ... of it in collectives
         self.compute_ns = self.kernel_ns - self.comm_ns            # ... of it in everything else
         self.kernel_num = self.dev_hi - self.dev_lo                 # subtree device events
 

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..model import KIND_COMM, KIND_COMPUTE, KIND_MEMCPY, KIND_MEMSET, KIND_OTHER
+from ..model import KIND_COMM, KIND_COMPUTE, KIND_MEMCPY, KIND_MEMSET, KIND_OTHER, jit
 from ..model.intervals import subtract, union
 from .kernel_classes import distinct_ids, text_flags
 
@@ -183,6 +183,9 @@ def device_kinds(profile, compat: bool = False, hosts: dict | None = None) -> di
 def _outermost(mask: np.ndarray, parent: np.ndarray) -> np.ndarray:
     """Rows of ``mask`` whose parent is not in ``mask``: an op nested (by time) in an op of the
     same role adds nothing to the role's union, so the union needs only these."""
+    k = jit.kernels(len(mask))
+    if k is not None:
+        return k.outermost(np.asarray(mask, np.bool_), np.asarray(parent, np.int64))
     rows = np.flatnonzero(mask)
     par = parent[rows]
     inner = (par >= 0) & (par < len(mask))
@@ -278,6 +281,10 @@ def group_reduce(ufunc, idx: np.ndarray, vals: np.ndarray, n: int, fill) -> np.n
     out = np.full(n, fill, dtype=np.asarray(vals).dtype if len(vals) else np.int64)
     if not len(idx):
         return out
+    k = jit.kernels(len(idx))
+    if (k is not None and out.dtype == np.int64 and ufunc in (np.minimum, np.maximum)
+            and 0 <= int(idx.min()) and int(idx.max()) < n):
+        return k.group_extreme(np.asarray(idx, np.int64), np.asarray(vals), n, int(fill), ufunc is np.maximum)
     o = np.argsort(idx, kind="stable")
     si, sv = idx[o], np.asarray(vals)[o]
     first = np.flatnonzero(np.r_[True, si[1:] != si[:-1]])

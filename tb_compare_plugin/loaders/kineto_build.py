@@ -10,7 +10,7 @@ import pandas as pd
 
 from ..model import jit
 from ..model.intervals import nest
-from ..model.keys import member
+from ..model.keys import id_mask, member
 from ..model.profile import KIND_COMPUTE, Profile, ProfileMeta, make_table
 from .kineto_values import C_RUNTIME, CAT_CLASS, STEP_RE
 
@@ -90,9 +90,9 @@ def build_profile(col, outside: dict, path: str) -> Profile:
                                    is_backward=(o["tid"] == bwd_tid) if bwd_tid is not None else None)
 
     rt_cats = sym.ids_matching(lambda s: CAT_CLASS.get(s.lower()) == C_RUNTIME)
-    is_runtime = np.isin(o["cat"], rt_cats) if n_ops else np.zeros(0, bool)
+    is_runtime = id_mask(o["cat"], rt_cats) if n_ops else np.zeros(0, bool)
     step_ids = sym.ids_matching(lambda s: s.startswith("ProfilerStep#") and STEP_RE.search(s) is not None)
-    st_rows = np.flatnonzero(np.isin(o["name"], step_ids) & ~is_runtime) if n_ops and len(step_ids) else []
+    st_rows = np.flatnonzero(id_mask(o["name"], step_ids) & ~is_runtime) if n_ops and len(step_ids) else []
     if len(st_rows):
         step_no = np.array([int(STEP_RE.search(sym.string(i)).group(1)) for i in o["name"][st_rows]])
         tables["steps"] = make_table("steps", step=step_no, start_ns=o["start_ns"][st_rows],
@@ -144,7 +144,7 @@ def build_profile(col, outside: dict, path: str) -> Profile:
         pp, pd_ = nest(p["start_ns"], pend, _group_ids(p["pid"], p["tid"]))
         mod_ids = sym.ids_matching(lambda s: s.startswith("nn.Module:"))
         tables["pyfuncs"] = make_table("pyfuncs", **p, parent=pp, depth=pd_,
-                                       is_module=np.isin(p["name"], mod_ids))
+                                       is_module=id_mask(p["name"], mod_ids))
 
     # fwd -> bwd flow pairs
     if col.rows.get("_fwdbwd"):

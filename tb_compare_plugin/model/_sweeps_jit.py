@@ -84,16 +84,26 @@ def nest_sweep(order, end, g):
 
 
 @jit
-def preorder_walk(parent, sib):
-    """Pre-order positions of a forest: ``sib`` is every row by (parent, sibling order), the roots
-    (parent -1) first.  Returns (order, parent position, depth, size) by position, and the number
-    of rows reached from the roots (fewer than all only when ``parent`` has a cycle)."""
+def preorder_walk(parent, by_start):
+    """Pre-order positions of a forest: ``by_start`` is every row in sibling order (start,
+    longer first, row); children are bucketed by parent in that order, the roots (parent -1)
+    first.  Returns (order, parent position, depth, size) by position, and the number of rows
+    reached from the roots (fewer than all only when ``parent`` has a cycle)."""
     n = len(parent)
     first = np.zeros(n + 2, np.int64)          # children of row p: sib[first[p + 1]:first[p + 2]]
     for i in range(n):
         first[parent[i] + 2] += 1
     for k in range(n + 1):
         first[k + 1] += first[k]
+    sib = np.empty(n, np.int64)
+    for i in range(n):
+        r = by_start[i]
+        slot = parent[r] + 1
+        sib[first[slot]] = r
+        first[slot] += 1
+    for k in range(n, 0, -1):                  # back to the block starts
+        first[k] = first[k - 1]
+    first[0] = 0
     order = np.empty(n, np.int64)
     ppos = np.empty(n, np.int64)
     depth = np.zeros(n, np.int64)
@@ -124,6 +134,103 @@ def preorder_walk(parent, sib):
         if ppos[j] >= 0:
             size[ppos[j]] += size[j]
     return order, ppos, depth, size, k
+
+
+@jit
+def child_sums(parent, value):
+    """Per row, the sum of ``value`` over the rows whose ``parent`` it is (int64, in row order)."""
+    out = np.zeros(len(parent), np.int64)
+    for i in range(len(parent)):
+        p = parent[i]
+        if p >= 0:
+            out[p] += value[i]
+    return out
+
+
+@jit
+def subtree_spans(node, size, dur, comm):
+    """For a pre-ordered forest (``size`` per position) and rows sorted by the ``node`` they hang
+    under: per node, the rows of its subtree [lo, hi), their summed ``dur``, and of it the rows
+    flagged ``comm``."""
+    n = len(size)
+    m = len(node)
+    first = np.zeros(n + 1, np.int64)          # first row of each node; lo is its first n
+    for j in range(m):
+        first[node[j] + 1] += 1
+    for i in range(n):
+        first[i + 1] += first[i]
+    cum = np.zeros(m + 1, np.int64)
+    ccum = np.zeros(m + 1, np.int64)
+    for j in range(m):
+        cum[j + 1] = cum[j] + dur[j]
+        ccum[j + 1] = ccum[j] + (dur[j] if comm[j] else 0)
+    lo = first[:n]
+    hi = np.empty(n, np.int64)
+    total = np.empty(n, np.int64)
+    in_comm = np.empty(n, np.int64)
+    for i in range(n):
+        a = first[i]
+        b = first[i + size[i]]
+        hi[i] = b
+        total[i] = cum[b] - cum[a]
+        in_comm[i] = ccum[b] - ccum[a]
+    return lo, hi, total, in_comm
+
+
+@jit
+def union_sorted(start, end, order):
+    """Merge intervals visited in ``order`` (by start) into sorted disjoint pieces: a piece ends
+    at the running maximum of the ends so far, a new one starts past it (touching ones merge)."""
+    n = len(order)
+    us = np.empty(n, np.int64)
+    ue = np.empty(n, np.int64)
+    m = 0
+    cur = 0
+    for k in range(n):
+        r = order[k]
+        s = start[r]
+        e = end[r]
+        if k == 0 or s > cur:
+            if k:
+                ue[m - 1] = cur
+            us[m] = s
+            m += 1
+        if k == 0 or e > cur:
+            cur = e
+    if n:
+        ue[m - 1] = cur
+    return us[:m].copy(), ue[:m].copy()
+
+
+@jit
+def outermost(mask, parent):
+    """Rows of ``mask`` whose parent is not in ``mask`` (a parent outside [0, len) counts as not)."""
+    n = len(mask)
+    out = np.empty(n, np.int64)
+    m = 0
+    for i in range(n):
+        if mask[i]:
+            p = parent[i]
+            if p < 0 or p >= n or not mask[p]:
+                out[m] = i
+                m += 1
+    return out[:m].copy()
+
+
+@jit
+def group_extreme(idx, vals, n, fill, take_max):
+    """Per group ``idx`` in [0, n), the min (or max) of ``vals``; ``fill`` where a group has none."""
+    out = np.full(n, fill, np.int64)
+    seen = np.zeros(n, np.bool_)
+    for i in range(len(idx)):
+        g = idx[i]
+        v = vals[i]
+        if not seen[g]:
+            seen[g] = True
+            out[g] = v
+        elif (v > out[g]) if take_max else (v < out[g]):
+            out[g] = v
+    return out
 
 
 @jit
@@ -163,5 +270,10 @@ def warm() -> None:
     bucket_order(i, p, -1, 2)
     longer_first(i.copy(), np.zeros(3, np.int64), np.array([1, 3, 2], np.int64))
     nest_sweep(i, np.array([5, 3, 4], np.int64), np.zeros(3, np.int64))
-    preorder_walk(p, bucket_order(i, p, -1, 2))
+    preorder_walk(p, i)
     pair_ids(i, p, 4)
+    child_sums(p, i)
+    union_sorted(i, i + 1, i)
+    outermost(np.ones(3, np.bool_), p)
+    group_extreme(i, i, 3, 0, True)
+    subtree_spans(np.zeros(1, np.int64), np.ones(3, np.int64), np.ones(1, np.int64), np.ones(1, np.bool_))

@@ -2,7 +2,8 @@
 
 Used by loaders (op/python-function nesting) and engines (compute/communication
 overlap).  Everything is vectorised or a single linear sweep; no per-µs ticks.  On big inputs
-the nesting and its sort run as numba kernels (:mod:`.jit`), with the same results.
+the nesting, its sort and the union's merge run as numba kernels (:mod:`.jit`), with the same
+results.
 """
 from __future__ import annotations
 
@@ -109,13 +110,15 @@ def union(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     if len(start) == 0:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
     o = np.argsort(start, kind="stable")
+    k = jit.kernels(len(o))
+    if k is not None and np.asarray(start).dtype == np.int64 and np.asarray(end).dtype == np.int64:
+        return k.union_sorted(np.asarray(start), np.asarray(end), o)
     s, e = np.asarray(start)[o], np.asarray(end)[o]
     run_end = np.maximum.accumulate(e)
     new = np.ones(len(s), dtype=bool)
     new[1:] = s[1:] > run_end[:-1]
     idx = np.flatnonzero(new)
     us = s[idx]
-    ue = np.maximum.reduceat(e, idx) if len(idx) else e
     # the end of each merged block is the running max at the block's last element
     last = np.append(idx[1:] - 1, len(s) - 1)
     ue = run_end[last]

@@ -8,6 +8,21 @@ from __future__ import annotations
 import numpy as np
 
 
+def id_mask(ids: np.ndarray, wanted) -> np.ndarray:
+    """``np.isin(ids, wanted)`` for non-negative ids from a small range (symbol ids): a lookup
+    table indexed by id, one pass over ``ids``."""
+    ids = np.asarray(ids)
+    wanted = np.asarray(wanted, np.int64).ravel()
+    if not len(ids) or not len(wanted):
+        return np.zeros(len(ids), bool)
+    hi, lo = int(ids.max()), int(ids.min())
+    if lo < 0 or hi > 4 * len(ids) + (1 << 20):
+        return np.isin(ids, wanted)
+    lut = np.zeros(hi + 1, bool)
+    lut[wanted[(wanted >= 0) & (wanted <= hi)]] = True
+    return lut[ids]
+
+
 def member(values: np.ndarray, few: np.ndarray) -> np.ndarray:
     """``np.isin(values, few)`` for a small ``few``: a binary search per value, no sort of ``values``."""
     few = np.unique(few)
