@@ -132,7 +132,7 @@ def test_cli_json_same_with_fast_path(tmp_path):
 @pytest.mark.parametrize("name", ["gpu/hta_2rank/rank0.pt.trace.json.gz",
                                   "gpu/kineto_resnet50_num_workers_0/worker0.1623143089861.pt.trace.json.gz"])
 def test_quick_plan_equals_the_careful_path(name, monkeypatch):
-    """The quick plan (kineto_plan: two numba passes, one value table for the load) takes every chunk
+    """The quick plan (kineto_plan: one numba pass, one value table for the load) takes every chunk
     of these traces (text tids included) and gives the profile the careful path (kineto_fast._plan)
     gives, chunk by chunk (small chunks: what carries over from one chunk to the next is the same)."""
     from tb_compare_plugin.loaders import kineto_fast, kineto_plan

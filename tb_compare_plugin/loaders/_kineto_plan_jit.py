@@ -1,10 +1,11 @@
 """The numba-compiled body of :mod:`.kineto_plan` (imported only when numba is present).
 
-Two passes over a scanned chunk's per-event tables (:mod:`.kineto_scan`): :func:`classify` gives
-each event its class and ``ts``; :func:`gather` writes the kept events' numbers and value numbers,
-grouped by table, into one column-major matrix.  Strings are not decoded here: each distinct text
-(by its two 64-bit hashes) gets a value number in a table that lives for the whole load; the ones
-first met in this chunk are listed ("pending") for the Python side to decode once.
+One pass (:func:`plan`) over a scanned chunk's per-event tables (:mod:`.kineto_scan`) gives each
+event its class and writes the kept events' numbers, grouped by table, into one column-major
+matrix.  Strings are not decoded here: each distinct text (by its two 64-bit hashes) gets a value
+number in a table that lives for the whole load; the ones first met in this chunk are listed
+("pending") for the Python side to decode once, and what the loader made of a value (its symbol
+id, class as a cat, ...) is a row of ``vp``, written to the matrix directly where it is known.
 """
 import numba as nb
 import numpy as np
@@ -22,21 +23,30 @@ DONE, DECODE, GROW, BAIL = 0, 1, 2, 3
 # value domains (a text field's decoded string, a raw JSON field's bytes, a (grid, block) pair)
 DOM_STR, DOM_RAW, DOM_PAIR = 1, 2, 3
 V_NONE, V_EMPTY = 0, 1          # the value numbers of "no string" (None) and "no raw text" (b"")
-# groups (tables) and their column layout in gather's matrix
+# what is known of a value (columns of vp; -1 where not known yet): it decodes, its class as a cat,
+# it is "[memory]", its ph code (1 s, 2 f, 3 X), str_memo id, dims_memo id, types_memo id, the
+# dims_memo2 code of a (grid, block) pair, its cat's symbol id
+P_OK, P_CLS, P_MEM, P_PH, P_SID, P_SDIMS, P_STYPES, P_PAIR, P_CATSYM = range(9)
+NP = 9
+# groups (tables) and their columns in plan's matrix; a column of ids holds -(value + 2) where the
+# id is not known yet (the caller fills it in)
 G_KERNEL, G_OP, G_PYF, G_FLOW, G_FWDBWD, G_MEM = range(6)
 NG = 6
-ROW, TS, DUR, GIVEN, PHV, PID, TID, NAMEV = range(8)
-K_STREAM, K_DEVICE, K_CORR, K_BYTES, K_REGS, K_SHMEM, K_NELEMS, K_PAIRV, K_PGV, K_PGRV, K_DTYPEV, K_COLLV = \
-    range(8, 20)
-O_EXT, O_RTCORR, O_SEQ, O_DIMSV, O_TYPESV, O_STACKV = range(8, 14)
-P_PYID, P_PYPAR = 8, 9
-F_ID = 8
-M_DEV, M_NBYTES, M_ADDR = 8, 9, 10
-TXT = 20
-NCOL = 21
+ROW, CLS, TS, DUR, GIVEN, PH, PID, TID, NAME, CATSYM, TXT = range(11)
+K_STREAM, K_DEVICE, K_CORR, K_BYTES, K_REGS, K_SHMEM, K_NELEMS, K_PAIR, K_PGV, K_PGRV, K_DTYPEV, K_COLLV = \
+    range(11, 23)
+O_EXT, O_RTCORR, O_SEQ, O_DIMS, O_TYPES, O_STACK = range(11, 17)
+P_PYID, P_PYPAR = 11, 12
+F_ID = 11
+M_DEV, M_NBYTES, M_ADDR = 11, 12, 13
+NCOL = 23
 # float columns
 K_BPS, K_OCC = 0, 1
 M_ALLOC, M_RES = 0, 1
+# counts: rows per group, then device events, kept events without a usable ts, rows with a text
+# pid / tid, ids not known yet, cats without a symbol id yet
+C_DEV, C_BADTS, C_TXT, C_MISS, C_NEWCAT = NG, NG + 1, NG + 2, NG + 3, NG + 4
+NCOUNT = NG + 5
 
 S_CAT, S_NAME, S_PH, S_STACK = SPAN["cat"], SPAN["name"], SPAN["ph"], SPAN["Call stack"]
 S_PG, S_PGR, S_DTYPE, S_COLL = (SPAN["Process Group Name"], SPAN["Process Group Ranks"], SPAN["dtype"],
@@ -112,73 +122,6 @@ def rehash(tab, ntab, bits):
             ntab[p, c] = tab[i, c]
 
 
-@jit
-def classify(n, kn, iv, kS, sh, sg, tab, st, pend, v_cls, v_mem, v_ok, cls, catv, ts, stats):
-    """Each event's class (``cls``), its cat's value number (``catv``) and ``ts`` in ns (-1 where the
-    event is not kept), as ``kineto_fast._plan`` decides them.  DECODE: cats or names met for the
-    first time must be decoded first (then call again); BAIL: something the careful path decides.
-    ``stats``: [device events, kept events with no usable ts]."""
-    nknown = len(v_cls)
-    need = False
-    for r in range(n):
-        c = C_OTHER
-        v = _text(kS, sh, sg, tab, st, pend, r, S_CAT, DOM_STR, V_NONE)
-        if v == -3:
-            return GROW
-        if v == -2:
-            return BAIL
-        if v >= nknown:
-            need = True
-        elif not v_ok[v]:
-            return BAIL
-        else:
-            c = v_cls[v]
-        catv[r] = v
-        cls[r] = c
-    if need:
-        return DECODE
-    for r in range(n):
-        if cls[r] != C_OTHER or kS[r, S_NAME] != K_STR:
-            continue
-        v = _text(kS, sh, sg, tab, st, pend, r, S_NAME, DOM_STR, V_NONE)
-        if v == -3:
-            return GROW
-        if v == -2:
-            return BAIL
-        if v >= nknown:
-            need = True
-        elif not v_ok[v]:
-            return BAIL
-        elif v_mem[v]:
-            cls[r] = C_MEM
-    if need:
-        return DECODE
-    ndev = 0
-    nbad = 0
-    for r in range(n):
-        c = cls[r]
-        ts[r] = -1
-        if c == C_OTHER:
-            continue
-        if c == C_KERNEL or c == C_MEMCPY or c == C_MEMSET:
-            ndev += 1
-        k = kn[r, N_TS]
-        t = -1
-        if k == K_INT or k == K_FLOAT:
-            t = iv[r, N_TS]
-            if t == NO_NS:
-                return BAIL
-        elif k != K_ABSENT and k != K_NULL:
-            return BAIL
-        if t == -1:
-            nbad += 1
-            cls[r] = C_OTHER
-        ts[r] = t
-    stats[0] = ndev
-    stats[1] = nbad
-    return DONE
-
-
 @inline
 def _int(kn, iv, r, f, default):
     """(value, ok) as ``_Chunk.ints`` reads a plain integer field (not ok: the careful path decides)."""
@@ -214,9 +157,12 @@ def _put_int(kn, iv, out, r, f, col, j, default):
 
 
 @inline
-def _put_text(kS, sh, sg, tab, st, pend, out, r, f, col, j, dom, none):
-    """out[col, j] = the value number of text / raw field ``f`` of row ``r`` (returned; < 0: stop)."""
-    v = _text(kS, sh, sg, tab, st, pend, r, f, dom, none)
+def _put_text(kS, sh, sg, tab, st, pend, vp, out, r, f, col, j):
+    """out[col, j] = the value number of text field ``f`` of row ``r`` (returned; -1: one known not
+    to decode, -2 / -3 as ``_find``)."""
+    v = _text(kS, sh, sg, tab, st, pend, r, f, DOM_STR, V_NONE)
+    if v >= 0 and v < len(vp) and vp[v, P_OK] == 0:
+        v = -1
     out[col, j] = v
     return v
 
@@ -236,25 +182,105 @@ def group_of():
     return g
 
 
+@inline
+def _id(vp, v, p, out, col, j, miss):
+    """out[col, j] = property ``p`` of value ``v``, or -(v + 2) when not known yet (misses + 1)."""
+    if v < len(vp):
+        x = vp[v, p]
+        if x >= 0:
+            out[col, j] = x
+            return miss
+    out[col, j] = -(v + 2)
+    return miss + 1
+
+
+@inline
+def _bad(vp, v):
+    """Value ``v`` is known not to decode (one met for the first time is checked by the caller)."""
+    return v < len(vp) and vp[v, P_OK] == 0
+
+
 @jit
-def gather(n, kn, iv, fv, kS, sh, sg, tab, st, pend, cls, ts, off, out, fout, counts):
-    """Fill ``out`` [NCOL, kept] (int64) and ``fout`` [2, kept] (float64) with the kept events grouped
-    by table (group g in columns off[g]:off[g+1], in event order): numbers as ``_Chunk`` reads them,
-    text and raw fields as value numbers, text pids / tids as their spans (flagged in column TXT, 1 pid,
-    2 tid; ``counts[0]``: rows with one).  BAIL when a value is one the careful path must judge
-    (it reads the NCCL fields of every kernel event, whether or not the chunk has NCCL kernels)."""
+def plan(n, kn, iv, fv, kS, sh, sg, tab, st, pend, vp, cap, out, fout, newcat, counts):
+    """Classify each event as ``kineto_fast._plan`` does and write the kept ones, grouped by table
+    (group g in columns g * cap + [0, counts[g])), in event order: numbers as ``_Chunk`` reads them,
+    ids of text and raw fields (-(value + 2) where not known yet; the NCCL texts as value numbers),
+    text pids / tids as their spans (flagged in column TXT: 1 pid, 2 tid).  ``newcat``: the cats
+    without a symbol id yet, in order of first sight.  DECODE: texts met for the first time decide
+    a class (decode them, then call again); BAIL: a value the careful path must judge; GROW: the
+    value table is full."""
+    nknown = len(vp)
     gmap = group_of()
-    pos = off[:NG].copy()
+    for g in range(NCOUNT):
+        counts[g] = 0
+    ndev = 0
+    nbad = 0
     ntxt = 0
+    miss = 0
+    nnew = 0
+    need = False                       # a class depends on a text met for the first time
     for r in range(n):
-        c = cls[r]
+        v = V_NONE
+        if kS[r, S_CAT] == K_STR:
+            v = _find(tab, st, pend, sh[r, S_CAT], sg[r, S_CAT], DOM_STR, r, S_CAT)
+            if v < 0:
+                return GROW if v == -3 else BAIL
+            if v >= nknown:
+                need = True
+                continue
+        if vp[v, P_OK] == 0:
+            return BAIL
+        c = vp[v, P_CLS]
+        catsym = vp[v, P_CATSYM]
+        if catsym < 0:
+            seen = False
+            for i in range(nnew):
+                seen |= newcat[i] == v
+            if not seen:
+                if nnew >= len(newcat):
+                    return BAIL
+                newcat[nnew] = v
+                nnew += 1
         if c == C_OTHER:
+            if kS[r, S_NAME] != K_STR:
+                continue
+            w = _find(tab, st, pend, sh[r, S_NAME], sg[r, S_NAME], DOM_STR, r, S_NAME)
+            if w < 0:
+                return GROW if w == -3 else BAIL
+            if w >= nknown:
+                need = True
+                continue
+            if vp[w, P_OK] == 0:
+                return BAIL
+            if vp[w, P_MEM] == 0:
+                continue
+            c = C_MEM
+        if need:
+            continue
+        if c == C_KERNEL or c == C_MEMCPY or c == C_MEMSET:
+            ndev += 1
+        k = kn[r, N_TS]
+        t = -1
+        if k == K_INT or k == K_FLOAT:
+            t = iv[r, N_TS]
+            if t == NO_NS:
+                return BAIL
+        elif k != K_ABSENT and k != K_NULL:
+            return BAIL
+        if t == -1:
+            nbad += 1
             continue
         g = gmap[c]
-        j = pos[g]
-        pos[g] += 1
+        j = g * cap + counts[g]
+        counts[g] += 1
         out[ROW, j] = r
-        out[TS, j] = ts[r]
+        out[CLS, j] = c
+        out[TS, j] = t
+        if catsym >= 0:
+            out[CATSYM, j] = catsym
+        else:
+            out[CATSYM, j] = -(v + 2)
+            miss += 1
         if g <= G_PYF:                               # dur as _Chunk.ns reads it
             k = kn[r, N_DUR]
             d = -1
@@ -271,7 +297,9 @@ def gather(n, kn, iv, fv, kS, sh, sg, tab, st, pend, cls, ts, off, out, fout, co
         v = _text(kS, sh, sg, tab, st, pend, r, S_PH, DOM_STR, V_NONE)
         if v < 0:
             return GROW if v == -3 else BAIL
-        out[PHV, j] = v
+        if _bad(vp, v):
+            return BAIL
+        miss = _id(vp, v, P_PH, out, PH, j, miss)
         txt = 0                                      # text pid / tid: their spans, read by the caller
         if kn[r, N_PID] == K_STR:
             out[PID, j] = iv[r, N_PID]
@@ -289,7 +317,9 @@ def gather(n, kn, iv, fv, kS, sh, sg, tab, st, pend, cls, ts, off, out, fout, co
             v = _text(kS, sh, sg, tab, st, pend, r, S_NAME, DOM_STR, V_NONE)
             if v < 0:
                 return GROW if v == -3 else BAIL
-            out[NAMEV, j] = v
+            if _bad(vp, v):
+                return BAIL
+            miss = _id(vp, v, P_SID, out, NAME, j, miss)
         if g == G_KERNEL:
             if not (_put_int(kn, iv, out, r, N_STREAM, K_STREAM, j, -1)
                     and _put_int(kn, iv, out, r, N_DEVICE, K_DEVICE, j, -1)
@@ -297,13 +327,13 @@ def gather(n, kn, iv, fv, kS, sh, sg, tab, st, pend, cls, ts, off, out, fout, co
                     and _put_int(kn, iv, out, r, N_BYTES, K_BYTES, j, -1)
                     and _put_int(kn, iv, out, r, N_NELEMS, K_NELEMS, j, -1)):
                 return BAIL
-            v = _put_text(kS, sh, sg, tab, st, pend, out, r, S_PG, K_PGV, j, DOM_STR, V_NONE)
+            v = _put_text(kS, sh, sg, tab, st, pend, vp, out, r, S_PG, K_PGV, j)
             if v >= 0:
-                v = _put_text(kS, sh, sg, tab, st, pend, out, r, S_PGR, K_PGRV, j, DOM_STR, V_NONE)
+                v = _put_text(kS, sh, sg, tab, st, pend, vp, out, r, S_PGR, K_PGRV, j)
             if v >= 0:
-                v = _put_text(kS, sh, sg, tab, st, pend, out, r, S_DTYPE, K_DTYPEV, j, DOM_STR, V_NONE)
+                v = _put_text(kS, sh, sg, tab, st, pend, vp, out, r, S_DTYPE, K_DTYPEV, j)
             if v >= 0:
-                v = _put_text(kS, sh, sg, tab, st, pend, out, r, S_COLL, K_COLLV, j, DOM_STR, V_NONE)
+                v = _put_text(kS, sh, sg, tab, st, pend, vp, out, r, S_COLL, K_COLLV, j)
             if v < 0:
                 return GROW if v == -3 else BAIL
             if c == C_KERNEL:
@@ -324,13 +354,10 @@ def gather(n, kn, iv, fv, kS, sh, sg, tab, st, pend, cls, ts, off, out, fout, co
                 bv = _text(kS, sh, sg, tab, st, pend, r, S_BLOCK, DOM_RAW, V_EMPTY)
                 if bv < 0:
                     return GROW if bv == -3 else BAIL
-                v = _find(tab, st, pend, (np.uint64(gv) << np.uint64(32)) | np.uint64(bv), 0,
-                          DOM_PAIR, gv, bv)
+                v = _find(tab, st, pend, (np.uint64(gv) << np.uint64(32)) | np.uint64(bv), 0, DOM_PAIR, gv, bv)
                 if v < 0:
                     return GROW if v == -3 else BAIL
-                out[K_PAIRV, j] = v
-            else:
-                out[K_PAIRV, j] = -1
+                miss = _id(vp, v, P_PAIR, out, K_PAIR, j, miss)
         elif g == G_OP:
             x, ok = _int(kn, iv, r, N_EXT, -1)
             if not ok:
@@ -346,26 +373,29 @@ def gather(n, kn, iv, fv, kS, sh, sg, tab, st, pend, cls, ts, off, out, fout, co
                 if not ok:
                     return BAIL
             out[O_RTCORR, j] = x
-            x, ok = _int(kn, iv, r, N_SEQ, -1)
-            if not ok:
+            if not _put_int(kn, iv, out, r, N_SEQ, O_SEQ, j, -1):
                 return BAIL
-            out[O_SEQ, j] = x
-            v = _put_text(kS, sh, sg, tab, st, pend, out, r, S_DIMS, O_DIMSV, j, DOM_RAW, V_EMPTY)
-            if v >= 0:
-                v = _put_text(kS, sh, sg, tab, st, pend, out, r, S_TYPES, O_TYPESV, j, DOM_RAW, V_EMPTY)
-            if v >= 0:
-                v = _put_text(kS, sh, sg, tab, st, pend, out, r, S_STACK, O_STACKV, j, DOM_STR, V_NONE)
+            v = _text(kS, sh, sg, tab, st, pend, r, S_DIMS, DOM_RAW, V_EMPTY)
             if v < 0:
                 return GROW if v == -3 else BAIL
+            miss = _id(vp, v, P_SDIMS, out, O_DIMS, j, miss)
+            v = _text(kS, sh, sg, tab, st, pend, r, S_TYPES, DOM_RAW, V_EMPTY)
+            if v < 0:
+                return GROW if v == -3 else BAIL
+            miss = _id(vp, v, P_STYPES, out, O_TYPES, j, miss)
+            v = _text(kS, sh, sg, tab, st, pend, r, S_STACK, DOM_STR, V_NONE)
+            if v < 0:
+                return GROW if v == -3 else BAIL
+            if _bad(vp, v):
+                return BAIL
+            miss = _id(vp, v, P_SID, out, O_STACK, j, miss)
         elif g == G_PYF:
             if not (_put_int(kn, iv, out, r, N_PYID, P_PYID, j, -1)
                     and _put_int(kn, iv, out, r, N_PYPAR, P_PYPAR, j, -1)):
                 return BAIL
         elif g == G_FLOW or g == G_FWDBWD:
-            x, ok = _int(kn, iv, r, N_ID, -1)
-            if not ok:
+            if not _put_int(kn, iv, out, r, N_ID, F_ID, j, -1):
                 return BAIL
-            out[F_ID, j] = x
         else:
             if not (_put_int(kn, iv, out, r, N_DEVID, M_DEV, j, -1)
                     and _put_int(kn, iv, out, r, N_MBYTES, M_NBYTES, j, 0)
@@ -379,5 +409,11 @@ def gather(n, kn, iv, fv, kS, sh, sg, tab, st, pend, cls, ts, off, out, fout, co
             if not ok:
                 return BAIL
             fout[M_RES, j] = y
-    counts[0] = ntxt
+    if need:
+        return DECODE
+    counts[C_DEV] = ndev
+    counts[C_BADTS] = nbad
+    counts[C_TXT] = ntxt
+    counts[C_MISS] = miss
+    counts[C_NEWCAT] = nnew
     return DONE

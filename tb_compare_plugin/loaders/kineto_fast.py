@@ -11,7 +11,7 @@ nothing and returns the reason, and the caller decodes the chunk with the genera
 decisions are taken before anything is interned or stored.
 
 Most chunks do not get that far: :func:`take_chunk` first offers each one to the quick plan
-(:mod:`.kineto_plan`: two numba passes, one value table for the whole load), which gives the same
+(:mod:`.kineto_plan`: one numba pass, one value table for the whole load), which gives the same
 pieces; whatever it meets that needs judging (a value not read plainly, a string that does not
 decode, a hash collision) it leaves to ``_plan`` / ``_commit`` here (the careful path), which take
 the chunk or name the reason it is refused.
