@@ -13,6 +13,10 @@ generator at the end).  Roles are guessed up front from the metadata in the firs
 then updated as metadata arrives; each chunk keeps the args of each event's guessed role (host ops
 and python functions by category; unknown processes every device field).  If the final roles
 need a field that was not kept, the file is decoded again keeping every field of every event.
+
+Big files (:func:`ascend_fast.wanted`) offer each chunk to :mod:`.ascend_fast`'s byte scanner first
+(4 MB chunks); it appends the same column pieces without a Python object per event, and the chunks
+it refuses are decoded here (the warnings say so from 4 MB of them on).
 """
 from __future__ import annotations
 
