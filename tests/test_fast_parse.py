@@ -135,13 +135,13 @@ def test_quick_plan_equals_the_careful_path(name, monkeypatch):
     """The quick plan (kineto_plan: one numba pass, one value table for the load) takes every chunk
     of these traces (text tids included) and gives the profile the careful path (kineto_fast._plan)
     gives, chunk by chunk (small chunks: what carries over from one chunk to the next is the same)."""
-    from tb_compare_plugin.loaders import kineto_fast, kineto_plan
+    from tb_compare_plugin.loaders import kineto_plan
     path = str(CORPUS / name)
     taken = []
     take = kineto_plan.take
     monkeypatch.setattr(kineto_plan, "take", lambda *a: taken.append(take(*a)) or taken[-1])
     quick = kineto_json.load(path, fast=True, chunk_bytes=300_000)
     assert len(taken) > 3 and all(taken)
-    monkeypatch.setattr(kineto_fast, "_quick_plan", False)
+    monkeypatch.setattr(kineto_plan, "_usable", False)
     careful = kineto_json.load(path, fast=True, chunk_bytes=300_000)
     assert len(taken) > 3 and _same(quick, careful) == []

@@ -1,6 +1,6 @@
 """Fast Kineto chunk -> column pieces, from :mod:`.kineto_scan`'s field columns (no object per event).
 
-:func:`take_chunk` mirrors ``_Collector._extract`` of :mod:`.kineto_json` step by step: the same
+:func:`careful` mirrors ``_Collector._extract`` of :mod:`.kineto_json` step by step: the same
 event classes, the same column pieces, the same counters, and the same order of first sight when
 it interns strings (each distinct string of a field is decoded once, in the order the general path
 would meet it), so the profile is identical to the general decoder's.
@@ -10,7 +10,7 @@ floats whose exact ns / double it could derive, strings, absent values); otherwi
 nothing and returns the reason, and the caller decodes the chunk with the general decoder.  All
 decisions are taken before anything is interned or stored.
 
-Most chunks do not get that far: :func:`take_chunk` first offers each one to the quick plan
+Most chunks do not get that far: :func:`.kineto_plan.take_chunk` first offers each one to the quick plan
 (:mod:`.kineto_plan`: one numba pass, one value table for the whole load), which gives the same
 pieces; whatever it meets that needs judging (a value not read plainly, a string that does not
 decode, a hash collision) it leaves to ``_plan`` / ``_commit`` here (the careful path), which take
@@ -173,14 +173,9 @@ def _interned(intern, values: list, codes: np.ndarray) -> np.ndarray:
     return ids[codes] if len(codes) else np.zeros(0, np.int32)
 
 
-def take_chunk(col, view) -> str | None:
-    """Put the chunk's columns into ``col``; None when done, else why it was not taken."""
-    buf = np.frombuffer(view, np.uint8)
-    status, n, *cols = ks.scan(buf)
-    if status != ks.OK:
-        return ks.STATUS_TEXT[status]
-    if _quick(col, buf, n, cols):
-        return None
+def careful(col, buf: np.ndarray, n: int, cols) -> str | None:
+    """The careful path for a chunk the quick plan (:mod:`.kineto_plan`) handed back: put its
+    columns into ``col`` (None), or change nothing and say why it was not taken."""
     ch = _Chunk(buf, n, *cols)
     try:
         plan = _plan(col, ch)
@@ -188,22 +183,6 @@ def take_chunk(col, view) -> str | None:
         return str(e)
     _commit(col, ch, plan)
     return None
-
-
-_quick_plan = None           # kineto_plan once its passes are compiled; False when they cannot be
-
-
-def _quick(col, buf, n, cols) -> bool:
-    """The quick plan (:mod:`.kineto_plan`) took the chunk; False: the careful path below decides."""
-    global _quick_plan
-    if _quick_plan is None:
-        try:
-            from . import kineto_plan
-            kineto_plan.warm()
-            _quick_plan = kineto_plan
-        except Exception:                    # numba cannot compile it here: the careful path does all
-            _quick_plan = False
-    return bool(_quick_plan) and _quick_plan.take(col, buf, n, *cols)
 
 
 def _plan(col, ch: _Chunk) -> dict:

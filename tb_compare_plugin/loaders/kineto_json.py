@@ -35,7 +35,7 @@ import numpy as np
 from ..model.profile import KIND_COMM, KIND_COMPUTE, KIND_MEMCPY, KIND_MEMSET, Profile, ProfileMeta
 from ..model.symbols import SymbolTable
 from ..gcpause import gc_paused
-from . import jsonstream, kineto_fast, kineto_scan
+from . import jsonstream, kineto_plan, kineto_scan
 from .errors import LoadError
 from .kineto_build import build_profile, fill_meta
 from .kineto_values import (C_FLOW, C_FWDBWD, C_KERNEL, C_MEM, C_MEMCPY, C_MEMSET, C_OP, C_OTHER, C_PYF,
@@ -78,7 +78,7 @@ class _Collector:
 
     def __init__(self, path: str, fast: bool | None = None) -> None:
         self.path = path
-        # the byte scanner (kineto_fast) when asked for and numba is there; the general decoder for the
+        # the byte scanner (kineto_plan / kineto_fast) when asked for and numba is there; the general decoder for the
         # chunks it refuses
         if fast is None:
             try:
@@ -133,7 +133,7 @@ class _Collector:
     def __call__(self, view: memoryview) -> None:
         why = None
         if self.fast:
-            why = kineto_fast.take_chunk(self, view)
+            why = kineto_plan.take_chunk(self, view)
             if why is None:
                 self.n_fast += 1
                 return
@@ -473,6 +473,7 @@ def load(path: str, progress=None, chunk_bytes: int | None = None, fast: bool | 
             for _ in jsonstream.iter_event_chunks(path, col, chunk_bytes=chunk_bytes, progress=prog,
                                                   result=res):
                 pass
+            kineto_scan.release()               # the scanner's reused tables (~50 MB) before the build
             if "traceEvents" in res.outside:    # a later duplicate key: which array is the trace?
                 raise LoadError(path, 'the JSON object holds two "traceEvents" arrays; cannot tell which '
                                       "one is the trace")
@@ -481,6 +482,7 @@ def load(path: str, progress=None, chunk_bytes: int | None = None, fast: bool | 
         raise LoadError(path, "not enough memory to load this trace") from None
     finally:
         col.close()
+        kineto_scan.release()
     if col.n_events == 0:
         raise LoadError(path, "the trace has no events (its traceEvents array is empty)")
     if col.n_device_seen and not col.rows.get("kernels"):

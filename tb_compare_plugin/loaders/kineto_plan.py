@@ -145,6 +145,29 @@ class State:
         arr[neg] = self.vp[vs, p]
 
 
+_usable = None              # True once the pass ran here; False when numba cannot compile it
+
+
+def take_chunk(col, view) -> str | None:
+    """Scan a chunk and put its columns into ``col`` (None), by the quick plan when it takes the
+    chunk, else by the careful path (:func:`.kineto_fast.careful`); or change nothing and say why
+    the chunk was not taken (it then goes to the general decoder)."""
+    global _usable
+    buf = np.frombuffer(view, np.uint8)
+    status, n, *cols = ks.scan(buf)
+    if status != ks.OK:
+        return ks.STATUS_TEXT[status]
+    if _usable is None:
+        try:
+            warm()
+            _usable = True
+        except Exception:                  # numba cannot compile the pass here: the careful path does all
+            _usable = False
+    if _usable and take(col, buf, n, *cols):
+        return None
+    return kineto_fast.careful(col, buf, n, cols)
+
+
 def take(col, buf: np.ndarray, n: int, kn, iv, fv, kS, ss, se, sh, sg) -> bool:
     """Put the chunk's columns into ``col`` (True), or change nothing (False: the careful path decides)."""
     J = _jit()

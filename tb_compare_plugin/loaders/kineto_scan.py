@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import os
 import sys
-import tempfile
 
 import numpy as np
 
+from ..model import jit as jit_cache
 from .kineto_scan_codes import (ARG_KEYS, BAD_JSON, ESC_KEY, K_ABSENT, K_FLOAT, K_HARD, K_INT,  # noqa: F401
                                 K_NULL, K_OTHER, K_STR, MISMATCH, N_DUR, N_ID, N_PID, N_RAW0, N_TID, N_TS,
                                 NO_NS, NUM, NUM_KEYS, OK, RAW_KEYS, SPAN, SPAN_KEYS, STATUS_TEXT, STR_KEYS,
@@ -93,19 +93,9 @@ def jit_cache_dir() -> str:
     """Where numba keeps the compiled scanner: ``$NUMBA_CACHE_DIR`` when set, else a per-user folder
     that outlives the profile cache (``$XDG_CACHE_HOME`` or ``~/.cache``, ``tb-compare/numba``;
     ``TB_COMPARE_CACHE_DIR`` is not used: it is often a scratch folder, and a compile costs ~10 s),
-    or the temp folder when that one cannot be written."""
-    if os.environ.get("NUMBA_CACHE_DIR"):
-        return os.environ["NUMBA_CACHE_DIR"]
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    for d in (os.path.join(base, "tb-compare", "numba"),
-              os.path.join(tempfile.gettempdir(), f"tb-compare-numba-{getattr(os, 'getuid', lambda: 0)()}")):
-        try:
-            os.makedirs(d, exist_ok=True)
-        except OSError:
-            continue
-        if os.access(d, os.W_OK):
-            return d
-    return ""
+    or the temp folder when that one cannot be written.  One rule for every numba module of the
+    package: :func:`..model.jit.cache_dir`."""
+    return jit_cache.cache_dir()
 
 
 def _compile():

@@ -50,7 +50,8 @@ def unavailable_reason() -> str | None:
 def cache_dir() -> str:
     """numba's cache folder: ``$NUMBA_CACHE_DIR`` when set, else ``tb-compare/numba`` under
     ``$XDG_CACHE_HOME`` or ``~/.cache``, or the temp folder when that one cannot be written
-    (the same rule as the Kineto scanner's)."""
+    (every numba module of the package uses this rule: the Kineto and Ascend scanners through
+    ``loaders.kineto_scan.jit_cache_dir``)."""
     if os.environ.get("NUMBA_CACHE_DIR"):
         return os.environ["NUMBA_CACHE_DIR"]
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
