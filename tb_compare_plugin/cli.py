@@ -154,13 +154,15 @@ def selected_sheets(args):
     return chosen or None
 
 
-def start_backends(no_cache: bool = False):
+def start_backends(no_cache: bool = False, paths=()):
     """(cache, pool) for this run; the parser processes' fork server starts at once, so its
-    imports overlap the resolving of both paths."""
+    imports overlap the resolving of both paths.  When ``paths`` hold a trace the numba scanners
+    will read, the fork server loads them before it forks the parsers (``loaders.jit_warm``)."""
+    from .loaders.jit_warm import worth_it
     from .service.loading import make_backends
     if no_cache:
         os.environ["TB_COMPARE_CACHE"] = "0"
-    return make_backends(workers=2, start=True)
+    return make_backends(workers=2, start=True, warm_jit=worth_it(paths))
 
 
 def load_sides(base_spec, target_spec, progress: Progress, backends, warm=None, side_jobs=((), ())):
@@ -209,7 +211,7 @@ def run(args) -> int:
         if not 0 < args.max_expanded_mb < float("inf"):
             raise CliError("--max-expanded-mb must be a positive number of megabytes")
         os.environ["TB_COMPARE_MAX_EXPANDED_MB"] = repr(args.max_expanded_mb)
-    backends = start_backends(args.no_cache)        # first: its imports overlap ours
+    backends = start_backends(args.no_cache, (args.baseline, args.target))  # first: its imports overlap ours
     try:
         opts = make_options(args)
         base_spec = resolve(args.baseline, args.base_rank, "baseline")

@@ -24,11 +24,11 @@ import msgspec
 import numpy as np
 
 from .ascend_events import GROUP_FIELDS, HCCL, HW, M, OPS, PY, TEXT
+from .jit_warm import FAST_MIN_BYTES
 from .kineto_scan import jit_cache_dir
 
-FAST_MIN_BYTES = 64 << 20
-"""Smaller traces use the general decoder unless asked: a process's first scan costs ~0.5-1 s of
-CPU (importing numba, loading the compiled scanner)."""
+# FAST_MIN_BYTES: smaller traces use the general decoder unless asked: a process's first scan costs
+# ~0.5-1 s of CPU (importing numba, loading the compiled scanner).
 FAST_CHUNK = 4 << 20
 """Chunk size with the scanner (the general decoder's is 1 MB): fewer per-chunk numpy calls."""
 FALLBACK_NOTE_BYTES = 4 << 20

@@ -22,6 +22,7 @@ import sys
 import numpy as np
 
 from ..model import jit as jit_cache
+from .jit_warm import FAST_MIN_BYTES
 from .kineto_scan_codes import (ARG_KEYS, BAD_JSON, ESC_KEY, K_ABSENT, K_FLOAT, K_HARD, K_INT,  # noqa: F401
                                 K_NULL, K_OTHER, K_STR, MISMATCH, N_DUR, N_ID, N_PID, N_RAW0, N_TID, N_TS,
                                 NO_NS, NUM, NUM_KEYS, OK, RAW_KEYS, SPAN, SPAN_KEYS, STATUS_TEXT, STR_KEYS,
@@ -65,10 +66,9 @@ TOP_TABLE = _key_table(TOP_KEYS, lambda k: _slot(k, True))
 ARG_TABLE = _key_table(ARG_KEYS, lambda k: _slot(k, False))
 
 
-FAST_MIN_BYTES = 64 << 20
-"""Traces smaller than this (a ``.gz`` counted at 8x its size) use the general decoder unless the
-scanner is asked for: a process's first scan costs ~0.8 s of CPU (importing numba, loading the compiled
-scanner), which the scanner wins back only over ~100 MB of JSON."""
+# Traces smaller than FAST_MIN_BYTES (a ``.gz`` counted at 8x its size) use the general decoder unless
+# the scanner is asked for: a process's first scan costs ~0.8 s of CPU (importing numba, loading the
+# compiled scanner), which the scanner wins back only over ~100 MB of JSON.
 
 
 def wanted(size: int | None = None, path: str = "") -> bool:

@@ -63,10 +63,12 @@ log = logging.getLogger(__name__)
 _PRELOAD = ["numpy", "pandas", "msgspec", "tb_compare_plugin.cache", "tb_compare_plugin.formats.registry"]
 
 
-def _preload() -> list:
-    """What the fork server imports once: the libraries, the cache, and every format's loader."""
+def _preload(warm_jit: bool = False) -> list:
+    """What the fork server imports once: the libraries, the cache, and every format's loader;
+    with ``warm_jit`` also numba and the compiled scanners (``loaders.jit_warm``)."""
     from ..formats import registry
-    return _PRELOAD + [m for m in registry.preload_modules() if m not in _PRELOAD]
+    out = _PRELOAD + [m for m in registry.preload_modules() if m not in _PRELOAD]
+    return out + (["tb_compare_plugin.loaders.jit_preload"] if warm_jit else [])
 
 
 _CHILD_ERR: list = []              # the children's stderr file (one per process, opened on first use)
@@ -368,9 +370,10 @@ class ParsePool:
     of its own: a child that dies breaks only its own parse, never the other side's, which a
     shared ``ProcessPoolExecutor`` would report broken too (and blame for the other's death)."""
 
-    def __init__(self, workers: int = 2, cache=None) -> None:
+    def __init__(self, workers: int = 2, cache=None, warm_jit: bool = False) -> None:
         self.workers = max(1, int(workers))
         self.cache = cache
+        self.warm_jit = warm_jit           # the fork server loads the numba scanners (big inputs)
         self._ctx = None
         self._slots = threading.BoundedSemaphore(self.workers)
         self._live: set[ProcessPoolExecutor] = set()
@@ -388,7 +391,7 @@ class ParsePool:
             if self._ctx is None:
                 try:
                     ctx = mp.get_context("forkserver")
-                    ctx.set_forkserver_preload(_preload())
+                    ctx.set_forkserver_preload(_preload(self.warm_jit))
                     _start_forkserver_quietly()
                 except (ValueError, OSError):
                     ctx = mp.get_context("spawn")
