@@ -9,11 +9,11 @@ import os
 import subprocess
 import sys
 
-import numpy as np
 import pytest
 
 from conftest import CORPUS, ROOT, needs_corpus
 from tb_compare_plugin.loaders import kineto_build, kineto_json, kineto_scan
+from profile_diff import profile_diff
 
 pytestmark = pytest.mark.skipif(not kineto_scan.available(),
                                 reason=f"numba is not installed: {kineto_scan.unavailable_reason()}")
@@ -28,27 +28,7 @@ def _notes(p) -> list[str]:
 
 def _same(a, b) -> list[str]:
     """What differs between two profiles (the general-decoder notes aside)."""
-    a.meta.warnings = [w for w in a.meta.warnings if w not in _notes(a)]
-    b.meta.warnings = [w for w in b.meta.warnings if w not in _notes(b)]
-    bad = []
-    if a.symbols._strings != b.symbols._strings:
-        bad.append("symbol tables differ")
-    if sorted(a.tables) != sorted(b.tables):
-        bad.append(f"tables {sorted(a.tables)} vs {sorted(b.tables)}")
-    for t in sorted(set(a.tables) & set(b.tables)):
-        x, y = a.tables[t], b.tables[t]
-        if list(x.columns) != list(y.columns) or len(x) != len(y):
-            bad.append(f"{t}: columns or rows differ")
-            continue
-        for c in x.columns:
-            u, v = x[c].to_numpy(), y[c].to_numpy()
-            same = (u.dtype == v.dtype and
-                    (np.array_equal(u, v, equal_nan=True) if u.dtype.kind == "f" else np.array_equal(u, v)))
-            if not same:
-                bad.append(f"{t}.{c}")
-    if a.meta != b.meta:
-        bad.append(f"meta differs (warnings {a.meta.warnings} vs {b.meta.warnings})")
-    return bad
+    return profile_diff(a, b, 'not the fast parser')
 
 
 @needs_corpus

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import json
 
-import numpy as np
 import pytest
 
 from conftest import CORPUS, ROOT
 from tb_compare_plugin.loaders import ascend_fast, ascend_text, ascend_trace
+from profile_diff import profile_diff
 
 pytestmark = pytest.mark.skipif(not ascend_fast.available(),
                                 reason=f"numba is not installed: {ascend_fast.unavailable_reason()}")
@@ -32,27 +32,7 @@ def _notes(p) -> list[str]:
 
 def _same(a, b) -> list[str]:
     """What differs between two profiles (the general-decoder notes aside)."""
-    a.meta.warnings = [w for w in a.meta.warnings if w not in _notes(a)]
-    b.meta.warnings = [w for w in b.meta.warnings if w not in _notes(b)]
-    bad = []
-    if a.symbols._strings != b.symbols._strings:
-        bad.append("symbol tables differ")
-    if sorted(a.tables) != sorted(b.tables):
-        bad.append(f"tables {sorted(a.tables)} vs {sorted(b.tables)}")
-    for t in sorted(set(a.tables) & set(b.tables)):
-        x, y = a.tables[t], b.tables[t]
-        if list(x.columns) != list(y.columns) or len(x) != len(y):
-            bad.append(f"{t}: columns or rows differ")
-            continue
-        for c in x.columns:
-            u, v = x[c].to_numpy(), y[c].to_numpy()
-            same = (u.dtype == v.dtype and
-                    (np.array_equal(u, v, equal_nan=True) if u.dtype.kind == "f" else np.array_equal(u, v)))
-            if not same:
-                bad.append(f"{t}.{c}")
-    if a.meta != b.meta:
-        bad.append(f"meta differs (warnings {a.meta.warnings} vs {b.meta.warnings})")
-    return bad
+    return profile_diff(a, b, 'not the fast scanner')
 
 
 def _load(root, fast: bool, monkeypatch, chunk: int | None = None):
