@@ -25,6 +25,8 @@ if __name__ == "__main__" or os.path.basename(sys.argv[0] or "") == "tb-compare"
     for _sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(_sig, _stopped_early)
 
+from .timing import mark  # noqa: E402
+mark("cli: start")
 import argparse  # noqa: E402 - after the early handlers: a Ctrl-C while importing is a clean stop
 import json  # noqa: E402
 import threading  # noqa: E402
@@ -212,6 +214,7 @@ def run(args) -> int:
             raise CliError("--max-expanded-mb must be a positive number of megabytes")
         os.environ["TB_COMPARE_MAX_EXPANDED_MB"] = repr(args.max_expanded_mb)
     backends = start_backends(args.no_cache, (args.baseline, args.target))  # first: its imports overlap ours
+    mark("cli: backends started")
     try:
         opts = make_options(args)
         base_spec = resolve(args.baseline, args.base_rank, "baseline")
@@ -227,7 +230,9 @@ def run(args) -> int:
 
     progress = Progress(not args.no_progress)
     imports = _import_beside()
+    mark("cli: sides resolved")
     base, target = load_sides(base_spec, target_spec, progress, backends, None, _side_jobs(args, opts))
+    mark("cli: both sides in")
     try:
         return _answer(args, opts, base, target, base_spec, target_spec, imports)
     finally:
@@ -244,6 +249,7 @@ def _answer(args, opts, base, target, base_spec, target_spec, imports) -> int:
     from .service.errors import Unusable
     from .presenters.json_encode import encode
     cmp = service.make_comparison(base, target, opts, base_spec, target_spec)
+    mark("cli: comparison made")
     for _who, path, w in load_warnings(cmp):      # what a loader dropped or guessed: one line each
         print(f"warning: {path}: {' '.join(w.split())}", file=sys.stderr)
     steps_job = _steps_beside(service, cmp, args)  # numpy-heavy: overlaps the overview
@@ -258,11 +264,13 @@ def _answer(args, opts, base, target, base_spec, target_spec, imports) -> int:
         from .presenters.views import operator_table
         payload = {**payload, "steps": steps, "operators": operator_table(cmp)}
         write_output(args.json, encode(payload))
+        mark("cli: json written")
     if args.xlsx:
         try:
             service.write_workbook(cmp, os.path.abspath(args.xlsx), sheets=selected_sheets(args))
         except OSError as e:
             raise CliError(f"cannot write {args.xlsx}: {e.strerror or e}")
+        mark("cli: xlsx written")
     if not args.quiet and args.json != "-":
         print(overview_table(payload, wide=args.wide, color=sys.stdout.isatty()))
     if args.steps and args.json != "-":
@@ -466,6 +474,7 @@ def _leave_now(code: int) -> None:
     keeps them referenced until here): on the 1 GB pair that teardown was ~0.3 s of CPU, and
     most of a second on a busy machine, after the answer was out."""
     status = code
+    mark("cli: leaving")
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()

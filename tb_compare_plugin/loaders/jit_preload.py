@@ -2,6 +2,8 @@
 loads numba and the compiled scanners once, so every forked parser starts with them."""
 from __future__ import annotations
 
+from ..timing import mark
+
 
 def warm() -> None:
     """Load every numba part a big load uses (each compiled once per user and numba version, then
@@ -17,3 +19,4 @@ def warm() -> None:
 
 
 warm()
+mark("fork server: numba loaded")

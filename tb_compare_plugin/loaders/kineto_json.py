@@ -38,6 +38,7 @@ from ..gcpause import gc_paused
 from . import jsonstream, kineto_plan, kineto_scan
 from .errors import LoadError
 from .kineto_build import build_profile, fill_meta
+from ..timing import mark
 from .kineto_values import (C_FLOW, C_FWDBWD, C_KERNEL, C_MEM, C_MEMCPY, C_MEMSET, C_OP, C_OTHER, C_PYF,
                             C_RUNTIME, CAT_CLASS, DEC, DEC_EXACT, DEC_RAWS, DTYPE_SIZE, Ev, EvExact, canon_dims,
                             canon_types, collective_type, floats, id_norm, IdTally, ints, one_float, times_ns)
@@ -473,11 +474,13 @@ def load(path: str, progress=None, chunk_bytes: int | None = None, fast: bool | 
             for _ in jsonstream.iter_event_chunks(path, col, chunk_bytes=chunk_bytes, progress=prog,
                                                   result=res):
                 pass
+            mark("kineto: events read")
             kineto_scan.release()               # the scanner's reused tables (~50 MB) before the build
             if "traceEvents" in res.outside:    # a later duplicate key: which array is the trace?
                 raise LoadError(path, 'the JSON object holds two "traceEvents" arrays; cannot tell which '
                                       "one is the trace")
             prof = build_profile(col, res.outside, path)
+            mark("kineto: profile built")
     except MemoryError:
         raise LoadError(path, "not enough memory to load this trace") from None
     finally:

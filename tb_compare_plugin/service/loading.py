@@ -18,6 +18,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Callable, Hashable
 
 from ..loaders.errors import LoadError
+from ..timing import mark
 
 
 def user_message(exc: BaseException) -> str:
@@ -293,6 +294,7 @@ def load_pair(base_spec, target_spec, progress=None, backends=(None, None), warm
 
     def one(spec, i):
         prof = load_profile(spec, prog(i), pool, cache, side_jobs[i])
+        mark(f"parent: side {i} in")
         if warmers is not None:
             warmers.submit(warm_side, prof, i)  # its errors reach whoever uses the result
         return prof

@@ -58,6 +58,7 @@ from concurrent.futures.process import BrokenProcessPool
 
 from ..loaders.errors import LoadError
 from . import leftovers
+from ..timing import mark
 
 log = logging.getLogger(__name__)
 _PRELOAD = ["numpy", "pandas", "msgspec", "tb_compare_plugin.cache", "tb_compare_plugin.formats.registry"]
@@ -230,7 +231,9 @@ def _child_parse(fmt: str, root: str, fingerprint, cache_root: str | None, progr
             pass
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)     # a Ctrl-C is the parent's to handle
+    mark(f"child: start {os.path.basename(root)}")
     prof = loaders.load(fmt, root, progress=progress)
+    mark("child: parsed")
     where = "profile"
     if cache_root is not None:
         if ProfileCache(cache_root).put(fingerprint, prof):
@@ -249,6 +252,7 @@ def _child_parse(fmt: str, root: str, fingerprint, cache_root: str | None, progr
                     DERIVED.forget(prof, key)
             values.update(got)
             del got
+            mark(f"child: job {job[0]}")
     return (where, prof if where == "profile" else None, values)
 
 
