@@ -189,16 +189,21 @@ def read_kernel_details(path: str, warnings: list[str]) -> tuple[dict, dict] | N
     for c, k in PMU_COLUMNS.items():
         cols[k] = num(df, c)
         if c in present:            # a cell that is neither a number nor a "missing" marker
-            cell = df[c].to_numpy(dtype=object)
-            given = ~pd.isna(cell) & ~np.isin(pd.Series(cell, dtype=object).fillna("").str.strip().to_numpy(object),
-                                              list(NA_STRINGS))
-            _count_bad(warnings, path, given & ~np.isfinite(cols[k]), repr(c), "read as unknown")
+            _count_bad(warnings, path, _given(df[c]) & ~np.isfinite(cols[k]), repr(c), "read as unknown")
     has_pmu = any(np.isfinite(cols[PMU_COLUMNS[c]]).any()
                   for c in ("aiv_vec_time(us)", "mac_time(us)", "aic_mac_time(us)") if c in present)
     bad = int((cols["start_ns"] < 0).sum())
     if bad:
         warnings.append(f"{os.path.basename(path)}: {bad} row(s) without a readable 'Start Time(us)'")
     return cols, {"columns": list(df.columns), "has_pmu": bool(has_pmu), "pmu_columns": present}
+
+
+def _given(col: pd.Series) -> np.ndarray:
+    """Which cells hold something (not NaN, and not "" / "N/A" once stripped); each distinct cell
+    is looked at once."""
+    codes, uniq = pd.factorize(col.to_numpy(dtype=object))       # NaN -> -1: not given
+    given = np.array([not (type(v) is str and v.strip() in NA_STRINGS) for v in uniq] + [False], dtype=bool)
+    return given[codes]
 
 
 def _count_bad(warnings: list[str], path: str, bad: np.ndarray, col: str, what: str) -> None:
