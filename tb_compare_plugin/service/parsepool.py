@@ -61,15 +61,17 @@ from . import leftovers
 from ..timing import mark
 
 log = logging.getLogger(__name__)
-_PRELOAD = ["numpy", "pandas", "msgspec", "tb_compare_plugin.cache", "tb_compare_plugin.formats.registry"]
+_PRELOAD = ["tb_compare_plugin.service.forkserver_preload"]
+_PRELOAD_END = "tb_compare_plugin.service.forkserver_ready"
 
 
 def _preload(warm_jit: bool = False) -> list:
-    """What the fork server imports once: the libraries, the cache, and every format's loader;
-    with ``warm_jit`` also numba and the compiled scanners (``loaders.jit_warm``)."""
-    from ..formats import registry
-    out = _PRELOAD + [m for m in registry.preload_modules() if m not in _PRELOAD]
-    return out + (["tb_compare_plugin.loaders.jit_preload"] if warm_jit else [])
+    """What the fork server imports once, in this order: the libraries, the cache and every
+    format's loader (:mod:`.forkserver_preload`, with the garbage collector off); with
+    ``warm_jit`` also numba and the compiled scanners (``loaders.jit_warm``); then
+    :mod:`.forkserver_ready` freezes all that and turns the collector back on.  Nothing here is
+    imported in this process: the fork server starts without waiting for the registry."""
+    return _PRELOAD + (["tb_compare_plugin.loaders.jit_preload"] if warm_jit else []) + [_PRELOAD_END]
 
 
 _CHILD_ERR: list = []              # the children's stderr file (one per process, opened on first use)
