@@ -363,15 +363,16 @@ def _kernels(col, k: dict, cat: np.ndarray, intern) -> None:
     device = k["device"]
     col.n_no_device += int((device < 0).sum())
     device = np.where(device >= 0, device, k["pid"])
+    rows = None
+    if col.nccl_ids:                    # (kind is final before _put copies it)
+        rows = np.flatnonzero(np.isin(names, np.fromiter(col.nccl_ids, np.int32)) & (kind == KIND_COMPUTE))
+        kind[rows] = KIND_COMM
     first = col._put("kernels", len(c), name=names, task_type=cat, kind=kind, stream=stream, device=device,
                      start_ns=k["ts"], dur_ns=k["dur"], corr=k["correlation"], bytes=k["bytes"],
                      _pid=k["pid"], _tid=k["tid"], **_geometry(col, k, len(c)))
-    if col.nccl_ids:
-        is_nccl = np.isin(names, np.fromiter(col.nccl_ids, np.int32)) & (kind == KIND_COMPUTE)
-        rows = np.flatnonzero(is_nccl)
+    if rows is not None:
         if len(rows):
             ch, ev = k["ch"], k["idx"][rows].tolist()
-            kind[rows] = KIND_COMM
             pg = [ch.text("Process Group Name", e) for e in ev]
             pg = [g if g is not None else ch.text("Process Group Ranks", e) for g, e in zip(pg, ev)]
             nel = ch.ints("In msg nelems", k["idx"][rows], -1)

@@ -90,6 +90,11 @@ class _Collector:
         self.fast = want and kineto_scan.available()
         self.fast_missing = kineto_scan.unavailable_reason() if want and not self.fast else None
         self.n_fast = 0
+        self.bytes_seen = 0                       # of the events array, in the chunks met so far
+        try:                                      # ... and of the whole file (None: not known, gzip)
+            self.bytes_total = None if path.endswith(".gz") else os.path.getsize(path)
+        except OSError:
+            self.bytes_total = None
         self.fast_state = None                    # kineto_plan's value table (the whole load's texts)
         self.fallbacks: dict[str, int] = {}       # reason -> chunks the general decoder parsed
         self.fallback_bytes = 0                   # ... and their bytes
@@ -105,7 +110,7 @@ class _Collector:
         self.types_memo = _Memo(lambda b: self.sym.intern(canon_types(b)))
         self.nccl_ids: set[int] = set()
         self.checked_syms = 1
-        self.parts: dict[str, dict[str, list]] = {}
+        self.parts: dict[str, dict[str, np.ndarray]] = {}   # table -> column -> buffer (rows[table] used)
         self.rows: dict[str, int] = {}
         self.n_events = 0
         self.n_bad_ts = 0
@@ -132,6 +137,7 @@ class _Collector:
 
     # -- decoding -------------------------------------------------------------------------
     def __call__(self, view: memoryview) -> None:
+        self.bytes_seen += len(view)
         why = None
         if self.fast:
             why = kineto_plan.take_chunk(self, view)
@@ -200,13 +206,38 @@ class _Collector:
 
     # -- columns --------------------------------------------------------------------------
     def _put(self, table: str, n: int, **cols) -> int:
-        """Append column pieces; returns the first global row of this piece."""
+        """Copy a piece of each column (``n`` rows) to the end of the table's column buffers;
+        returns the first global row of this piece.  The buffers are made with room for the
+        whole file (:meth:`_room`), so the pieces are copied once and never concatenated, and a
+        piece may be a view of a scratch buffer its maker reuses.  A piece of a wider dtype than
+        its column so far widens the column (as ``np.concatenate`` of the pieces would)."""
         first = self.rows.get(table, 0)
-        self.rows[table] = first + n
+        end = self.rows[table] = first + n
         part = self.parts.setdefault(table, {})
+        cap = None
         for k, v in cols.items():
-            part.setdefault(k, []).append(v)
+            buf = part.get(k)
+            if buf is None or end > len(buf) or v.dtype != buf.dtype:
+                if cap is None:
+                    cap = self._room(end)
+                dt = v.dtype if buf is None else np.result_type(buf.dtype, v.dtype)
+                if buf is None or end > len(buf) or dt != buf.dtype:
+                    new = np.empty(max(cap, len(buf)) if buf is not None else cap, dt)
+                    if first:
+                        new[:first] = buf[:first]
+                    buf = part[k] = new
+            buf[first:end] = v
         return first
+
+    def _room(self, end: int) -> int:
+        """Rows to make room for in a table that needs ``end``: its rows so far scaled to the
+        whole file, with a tenth more (the unused end of a buffer is never touched, and is cut
+        off by :meth:`columns`); twice as many when the file's size is not known."""
+        if self.bytes_total and self.bytes_seen:
+            est = int(end * (self.bytes_total / self.bytes_seen) * 1.1) + 1024
+        else:
+            est = 2 * end + 1024
+        return max(est, end + end // 2)
 
     def _ids(self, raw: list) -> np.ndarray:
         try:
@@ -313,15 +344,16 @@ class _Collector:
         device = self._ints([a.device for a in args])
         self.n_no_device += int((device < 0).sum())
         device = np.where(device >= 0, device, k.pid)
+        rows = None
+        if self.nccl_ids:               # (kind is final before _put copies it)
+            rows = np.flatnonzero(np.isin(names, np.fromiter(self.nccl_ids, np.int32)) & (kind == KIND_COMPUTE))
+            kind[rows] = KIND_COMM
         first = self._put("kernels", len(evk), name=names, task_type=k.cat,
                           kind=kind, stream=stream, device=device, start_ns=k.ts, dur_ns=k.dur,
                           corr=self._ints([a.corr for a in args]), bytes=self._ints([a.nbytes for a in args]),
                           _pid=k.pid, _tid=k.tid, **self._geometry(args, c == C_KERNEL))
-        if self.nccl_ids:
-            is_nccl = np.isin(names, np.fromiter(self.nccl_ids, np.int32)) & (kind == KIND_COMPUTE)
-            rows = np.flatnonzero(is_nccl)
+        if rows is not None:
             if len(rows):
-                kind[rows] = KIND_COMM
                 a = [args[i] for i in rows.tolist()]
                 pg = [x.pg if x.pg is not None else x.pg_ranks for x in a]
                 nel = self._ints([x.nelems for x in a])
@@ -439,7 +471,11 @@ class _Collector:
     def columns(self, table: str) -> dict[str, np.ndarray]:
         """The table's concatenated columns (its pieces are dropped)."""
         part = self.parts.pop(table, {})
-        return {k: (np.concatenate(v) if len(v) > 1 else v[0]) for k, v in part.items()}
+        n = self.rows.get(table, 0)
+        for buf in part.values():
+            if len(buf) != n:
+                buf.resize(n, refcheck=False)       # in place (realloc): the unused room back
+        return part
 
 
 # ----------------------------------------------------------------------------- whole profile

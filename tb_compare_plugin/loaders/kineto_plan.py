@@ -232,7 +232,7 @@ def _commit(col, s: State, n: int, groups: list) -> None:
         return o[c].astype(np.int32)
 
     def dur(o, c):
-        d = o[J.DUR].copy()
+        d = o[J.DUR]                   # (the pass's scratch: changed in place)
         neg = d < 0
         if neg.any():
             d[neg] = 0
@@ -249,16 +249,16 @@ def _commit(col, s: State, n: int, groups: list) -> None:
     if o is not None:
         d = dur(o, C_OP)
         nm = names(o)
-        col._put("ops", o.shape[1], name=nm, cat=o[J.CATSYM].astype(np.int32), start_ns=o[J.TS].copy(), dur_ns=d,
-                 pid=o[J.PID].copy(), tid=o[J.TID].copy(), corr=o[J.O_EXT].copy(), seq=o[J.O_SEQ].copy(),
+        col._put("ops", o.shape[1], name=nm, cat=o[J.CATSYM].astype(np.int32), start_ns=o[J.TS], dur_ns=d,
+                 pid=o[J.PID], tid=o[J.TID], corr=o[J.O_EXT], seq=o[J.O_SEQ],
                  input_shapes=names(o, J.O_DIMS, J.P_SDIMS, col.dims_memo.__getitem__),
                  input_types=names(o, J.O_TYPES, J.P_STYPES, col.types_memo.__getitem__),
-                 call_stack=names(o, J.O_STACK), _rtcorr=o[J.O_RTCORR].copy())
+                 call_stack=names(o, J.O_STACK), _rtcorr=o[J.O_RTCORR])
     o = groups[J.G_PYF]
     if o is not None:
         d = dur(o, C_PYF)
-        col._put("pyfuncs", o.shape[1], name=names(o), start_ns=o[J.TS].copy(), dur_ns=d, pid=o[J.PID].copy(),
-                 tid=o[J.TID].copy(), py_id=o[J.P_PYID].copy(), py_parent=o[J.P_PYPAR].copy())
+        col._put("pyfuncs", o.shape[1], name=names(o), start_ns=o[J.TS], dur_ns=d, pid=o[J.PID],
+                 tid=o[J.TID], py_id=o[J.P_PYID], py_parent=o[J.P_PYPAR])
     for g, table in ((J.G_FLOW, "_flows"), (J.G_FWDBWD, "_fwdbwd")):
         o = groups[g]
         if o is not None:
@@ -270,9 +270,9 @@ def _commit(col, s: State, n: int, groups: list) -> None:
     if o is not None:
         a = J.G_MEM * s.cap
         f = s.fout[:, a:a + o.shape[1]]
-        col._put("_mem", o.shape[1], ts=o[J.TS].copy(), pid=o[J.PID].copy(), tid=o[J.TID].copy(),
-                 dev=o[J.M_DEV].copy(), nbytes=o[J.M_NBYTES].copy(), addr=o[J.M_ADDR].copy(),
-                 alloc=f[J.M_ALLOC].copy(), res=f[J.M_RES].copy())
+        col._put("_mem", o.shape[1], ts=o[J.TS], pid=o[J.PID], tid=o[J.TID],
+                 dev=o[J.M_DEV], nbytes=o[J.M_NBYTES], addr=o[J.M_ADDR],
+                 alloc=f[J.M_ALLOC], res=f[J.M_RES])
 
 
 def _kernels(col, s: State, o, f, dur, names, miss) -> None:
@@ -282,7 +282,7 @@ def _kernels(col, s: State, o, f, dur, names, miss) -> None:
     m = o.shape[1]
     c = o[J.CLS]
     kind = np.where(c == C_KERNEL, KIND_COMPUTE, np.where(c == C_MEMCPY, KIND_MEMCPY, KIND_MEMSET)).astype(np.int8)
-    pid, tid = o[J.PID].copy(), o[J.TID].copy()
+    pid, tid = o[J.PID], o[J.TID]
     stream = o[J.K_STREAM]
     col.n_no_stream += int((stream < 0).sum())
     stream = np.where(stream >= 0, stream, tid)
@@ -299,14 +299,15 @@ def _kernels(col, s: State, o, f, dur, names, miss) -> None:
             s.fix(codes, J.P_PAIR, col.dims_memo2.__getitem__)
         col.fill_geometry(geo, rows, codes, o[J.K_REGS][rows], o[J.K_SHMEM][rows], f[J.K_BPS][rows],
                           f[J.K_OCC][rows])
+    rows = None
+    if col.nccl_ids:                    # (kind is final before _put copies it)
+        rows = np.flatnonzero(np.isin(names, np.fromiter(col.nccl_ids, np.int32)) & (kind == KIND_COMPUTE))
+        kind[rows] = KIND_COMM
     first = col._put("kernels", m, name=names, task_type=o[J.CATSYM].astype(np.int32), kind=kind, stream=stream,
-                     device=device, start_ns=o[J.TS].copy(), dur_ns=dur, corr=o[J.K_CORR].copy(),
-                     bytes=o[J.K_BYTES].copy(), _pid=pid, _tid=tid, **geo)
-    if col.nccl_ids:
-        is_nccl = np.isin(names, np.fromiter(col.nccl_ids, np.int32)) & (kind == KIND_COMPUTE)
-        rows = np.flatnonzero(is_nccl)
+                     device=device, start_ns=o[J.TS], dur_ns=dur, corr=o[J.K_CORR],
+                     bytes=o[J.K_BYTES], _pid=pid, _tid=tid, **geo)
+    if rows is not None:
         if len(rows):
-            kind[rows] = KIND_COMM
             pg = [vals[v] for v in o[J.K_PGV][rows].tolist()]
             pg = [g if g is not None else vals[v] for g, v in zip(pg, o[J.K_PGRV][rows].tolist())]
             nel = o[J.K_NELEMS][rows]
