@@ -58,6 +58,7 @@ from concurrent.futures.process import BrokenProcessPool
 
 from ..loaders.errors import LoadError
 from . import leftovers
+from ..heap import give_back
 from ..timing import mark
 
 log = logging.getLogger(__name__)
@@ -249,11 +250,13 @@ def _child_parse(fmt: str, root: str, fingerprint, cache_root: str | None, progr
         from ..model.derived import DERIVED
         for job in side_jobs:           # one at a time: a big value leaves for its files before the next
             got = _spill(side_work.compute(prof, (job,)), handoff_root and f"{progress_path}.v{len(values)}")
-            for key, value in got.items():
-                if isinstance(value, _Spilled):
-                    DERIVED.forget(prof, key)
+            spilled = [key for key, value in got.items() if isinstance(value, _Spilled)]
+            for key in spilled:
+                DERIVED.forget(prof, key)
             values.update(got)
             del got
+            if spilled:
+                give_back()             # the spilled value's memory (~200 MB for an op tree) before the next job
             mark(f"child: job {job[0]}")
     return (where, prof if where == "profile" else None, values)
 
