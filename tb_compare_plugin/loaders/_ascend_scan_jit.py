@@ -4,7 +4,8 @@
 row per event of a kinds table (uint8) and a values table (int64), plus the ``dur`` doubles.  Text
 values of the fields the loader reads are not copied: each gets an id from a table of distinct raw
 spans that lives across chunks (two 64-bit hashes and the length of the raw bytes between the
-quotes); the spans first seen in this chunk are listed so the caller decodes each distinct text once.
+quotes, and the id + 1, 0 for a free slot: one 32-byte entry of a uint64 array, so a lookup touches
+one cache line); the spans first seen in this chunk are listed so the caller decodes each distinct text once.
 It checks the JSON it walks at least as strictly as msgspec does (grammar, escapes, control
 characters, nesting); anything it does not accept, or cannot read exactly, returns a status other
 than OK and the caller hands the chunk to the general decoder.
@@ -321,17 +322,17 @@ def _hash(b, s, e):
 
 
 @jit
-def scan(buf, K, V, DV, xok, fok, th, tg, tl, tid, state, new_s, new_e, tkb_, tkoff_, tklut_, tmode, akb_, akoff_, aklut_, amode):
+def scan(buf, K, V, DV, xok, fok, tt, state, new_s, new_e, tkb_, tkoff_, tklut_, tmode, akb_, akoff_, aklut_, amode):
     """Walk ``[ev, ev, ...]`` (``buf``) once: (status, events).  Row ``r`` of K / V holds event r's value
     kinds and values (column F_*), DV[r] its ``dur``; text values are ids into the distinct-span
-    table (th, tg, tl, tid; ``state`` = [ids handed out so far, new spans in this call, entries in
+    table (``tt``: 4 uint64 per slot, see the module doc; ``state`` = [ids handed out so far, new spans in this call, entries in
     the table]; a full table is replaced by a bigger empty one: a text met again gets a new id).  Integers
     of 2**53 or more are read only in ``id`` (elsewhere the general decoder may keep them as objects)."""
     b = buf.ctypes.data
     n = len(buf)
     tkb, tkoff, tklut = tkb_.ctypes.data, tkoff_.ctypes.data, tklut_.ctypes.data
     akb, akoff, aklut = akb_.ctypes.data, akoff_.ctypes.data, aklut_.ctypes.data
-    tmask = np.uint64(len(tid) - 1)
+    tmask = np.uint64(len(tt) // 4 - 1)
     cap = K.shape[0]
     nf = K.shape[1]
     stack = np.zeros(MAX_DEPTH + 1, np.uint8)
@@ -405,24 +406,25 @@ def scan(buf, K, V, DV, xok, fok, th, tg, tl, tid, state, new_s, new_e, tkb_, tk
                     h, g = _hash(b, s, j)
                     q = np.int64(h & tmask)
                     r = -1
+                    ln = np.uint64(j - s)
                     while True:
-                        c = tid[q]
-                        if c < 0:
+                        c = tt[4 * q + 3]
+                        if c == _ZERO:
                             break
-                        if th[q] == h and tg[q] == g and tl[q] == j - s:
-                            r = c
+                        if tt[4 * q] == h and tt[4 * q + 1] == g and tt[4 * q + 2] == ln:
+                            r = np.int64(c) - 1
                             break
                         q = np.int64((np.uint64(q) + np.uint64(1)) & tmask)
                     if r < 0:
                         r = state[0]
                         k = state[1]
-                        if 2 * (state[2] + 1) > len(tid) or k >= len(new_s):
+                        if 2 * (state[2] + 1) > len(tt) // 4 or k >= len(new_s):
                             return FULL, ev
                         state[2] += 1
-                        tid[q] = r
-                        th[q] = h
-                        tg[q] = g
-                        tl[q] = j - s
+                        tt[4 * q + 3] = np.uint64(r + 1)
+                        tt[4 * q] = h
+                        tt[4 * q + 1] = g
+                        tt[4 * q + 2] = ln
                         new_s[k] = s
                         new_e[k] = j
                         state[0] = r + 1

@@ -181,9 +181,18 @@ def per_distinct(values, fn, dtype) -> np.ndarray:
         return np.array([fn(v) for v in arr], dtype=dtype)
     out = np.array([fn(v) for v in uniq] + [fn(None)], dtype=dtype)[codes]
     na = codes < 0                         # None, NaN: each value itself
-    if na.any() and any(v is not None for v in arr[na]):
+    if na.any() and not _all_none(arr[na]):
         out[na] = [fn(v) for v in arr[na]]
     return out
+
+
+def _all_none(arr: np.ndarray) -> bool:
+    """Whether every value is None (``list.count`` tells None apart by identity, without a loop here)."""
+    vals = arr.tolist()
+    try:
+        return vals.count(None) == len(vals)
+    except (TypeError, ValueError):        # a value whose == None does not give a truth value
+        return all(v is None for v in vals)
 
 
 def intern(sym: SymbolTable, values) -> np.ndarray:

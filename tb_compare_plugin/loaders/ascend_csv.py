@@ -168,7 +168,7 @@ def read_kernel_details(path: str, warnings: list[str]) -> tuple[dict, dict] | N
     df = read_csv(path, ["Name", "Start Time(us)"],
                   ["Duration(us)", "Step Id", "Task ID", "Stream ID", *_KD_TEXT, *PMU_COLUMNS], warnings,
                   aliases={"Step Id": ("Step ID",), "Task ID": ("Task Id",), "Stream ID": ("Stream Id",)},
-                  warn_missing=False)
+                  warn_missing=False, floats=["Duration(us)", "Step Id", "Task ID", "Stream ID", *PMU_COLUMNS])
     if df is None:                  # read_csv said so in ``warnings``
         return None
     for col in ("Duration(us)", "Type"):
@@ -200,7 +200,9 @@ def read_kernel_details(path: str, warnings: list[str]) -> tuple[dict, dict] | N
 
 def _given(col: pd.Series) -> np.ndarray:
     """Which cells hold something (not NaN, and not "" / "N/A" once stripped); each distinct cell
-    is looked at once."""
+    is looked at once.  (A column read as floats is NaN exactly where a cell was "" or "N/A".)"""
+    if col.dtype == np.float64:
+        return ~np.isnan(col.to_numpy(np.float64))
     codes, uniq = pd.factorize(col.to_numpy(dtype=object))       # NaN -> -1: not given
     given = np.array([not (type(v) is str and v.strip() in NA_STRINGS) for v in uniq] + [False], dtype=bool)
     return given[codes]
@@ -225,7 +227,7 @@ def _int(a: np.ndarray) -> np.ndarray:
 def read_operator_memory(path: str, warnings: list[str]) -> dict | None:
     """operator_memory.csv -> name (object), bytes, alloc_ns, release_ns, device (int64)."""
     df = read_csv(path, ["Name", "Allocation Time(us)"], ["Size(KB)", "Release Time(us)", "Device Type"],
-                  warnings)
+                  warnings, floats=["Size(KB)"])
     if df is None:
         return None
     kb = num(df, "Size(KB)")
@@ -247,7 +249,7 @@ def read_memory_record(path: str, warnings: list[str]) -> dict | None:
     """memory_record.csv -> ts_ns, component (object), device, *_bytes (float, NaN when empty)."""
     df = read_csv(path, ["Timestamp(us)"],
                   ["Component", "Total Allocated(MB)", "Total Reserved(MB)", "Total Active(MB)", "Device Type"],
-                  warnings)
+                  warnings, floats=["Total Allocated(MB)", "Total Reserved(MB)", "Total Active(MB)"])
     if df is None:
         return None
     mb = 1024.0 * 1024.0

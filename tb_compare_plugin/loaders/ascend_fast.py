@@ -169,9 +169,7 @@ class Scanner:
 
     def _table(self, size: int) -> None:
         """A new empty distinct-text table (ids go on from where they were)."""
-        self.th, self.tg = np.zeros(size, np.uint64), np.zeros(size, np.uint64)
-        self.tl = np.zeros(size, np.int64)
-        self.tid = np.full(size, -1, np.int64)
+        self.tt = np.zeros(4 * size, np.uint64)   # per slot: 2 hashes, length, id + 1 (0: free)
         self.state[2] = 0
 
     def _scan(self, buf: np.ndarray):
@@ -182,14 +180,14 @@ class Scanner:
         tries = 0
         while True:
             tries += 1
-            status, n = j.scan(buf, self.K, self.V, self.DV, self.xok, self.fok, self.th, self.tg, self.tl, self.tid, self.state,
+            status, n = j.scan(buf, self.K, self.V, self.DV, self.xok, self.fok, self.tt, self.state,
                                self.new_s, self.new_e, *self.keys)
             self._decode_new(buf, int(self.state[1]))
             if tries > 8:
                 return status, n
             if status == j.FULL:
-                if 2 * (int(self.state[2]) + 1) > len(self.tid):
-                    self._table(4 * len(self.tid))
+                if 2 * (int(self.state[2]) + 1) > len(self.tt) // 4:
+                    self._table(len(self.tt))       # 4x the slots
                 else:
                     self._new(2 * self.new_cap)
                 continue
