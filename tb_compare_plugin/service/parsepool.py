@@ -247,6 +247,11 @@ def _child_parse(fmt: str, root: str, fingerprint, cache_root: str | None, progr
         where = "handoff"
     values = {}
     if side_jobs:
+        if where == "handoff":          # the jobs read the hand-off's mapped copy: the built columns leave
+            handed = _handoff_cache(handoff_root).get(("handoff", progress_path))   # (~210 MB on a 1 GB
+            if handed is not None:      # trace) and only the pages the jobs read come back
+                prof = handed
+            del handed
         _give_back_free_memory()        # the parse's garbage (~230 MB on a 1 GB trace) before more work
         from ..engines import side_work
         from ..model.derived import DERIVED
