@@ -71,6 +71,7 @@ class State:
         self.out = self.fout = None
         self.newcat = np.empty(64, np.int64)
         self.counts = np.zeros(J.NCOUNT, np.int64)
+        self.coll: dict = {}                                   # (name id, "Collective name" value) -> type
 
     def _table(self, bits: int) -> None:
         size = 1 << bits
@@ -314,7 +315,12 @@ def _kernels(col, s: State, o, f, dur, names, miss) -> None:
             size = np.array([DTYPE_SIZE.get((vals[v] or "").lower(), -1) for v in o[J.K_DTYPEV][rows].tolist()],
                             np.int64)
             nbytes = np.where((nel >= 0) & (size > 0), nel * size, -1)
-            op_type = [collective_type(col.sym.string(nm), vals[v])
-                       for nm, v in zip(names[rows].tolist(), o[J.K_COLLV][rows].tolist())]
+            memo = s.coll
+            op_type = []
+            for key in zip(names[rows].tolist(), o[J.K_COLLV][rows].tolist()):
+                t = memo.get(key)
+                if t is None:
+                    t = memo[key] = collective_type(col.sym.string(key[0]), vals[key[1]])
+                op_type.append(t)
             col._put("comm_ops", len(rows), kernel=rows + first, group=col._intern(pg),
                      op_type=col._intern(op_type), bytes=nbytes)
