@@ -119,22 +119,43 @@ def communication_compare_rows(res) -> list[list]:
 
 
 def operator_compare_rows(res) -> list[list]:
-    """OperatorCompare from ``OperatorResult.pairs``: one row per aligned pair."""
+    """OperatorCompare from ``OperatorResult.pairs``: one row per aligned pair (built column by
+    column; a shape or type text is converted once per distinct text)."""
+    df = res.pairs
+    sides = []
+    for p, dev in (("b", res.base_device), ("t", res.target_device)):
+        present = (df[f"{p}_op"].to_numpy() >= 0).tolist()
+        shapes, types = df[f"{p}_input_shape"].tolist(), df[f"{p}_input_type"].tolist()
+        if dev == "GPU":
+            shapes, types = _converted(shapes, "shape", present), _converted(types, "type", present)
+        else:
+            shapes, types = [x or "N/A" for x in shapes], [x or "N/A" for x in types]
+        sides.append(zip(present, df[f"{p}_name"].tolist(), shapes, types, df[f"{p}_kernel_details"].tolist(),
+                         df[f"{p}_device_us"].tolist()))
     out = []
-    for i, r in enumerate(res.pairs.itertuples(index=False), 1):
+    for i, (bs, ts) in enumerate(zip(*sides), 1):
         row = [i]
-        for p, dev in (("b", res.base_device), ("t", res.target_device)):
-            present = getattr(r, f"{p}_op") >= 0
-            shape, typ = getattr(r, f"{p}_input_shape"), getattr(r, f"{p}_input_type")
-            if present and dev == "GPU":
-                shape, typ = _list_repr(shape, "shape"), _list_repr(typ, "type")
-            elif present:
-                shape, typ = shape or "N/A", typ or "N/A"
-            row += [getattr(r, f"{p}_name") if present else None, shape if present else None,
-                    typ if present else None, getattr(r, f"{p}_kernel_details") or None,
-                    getattr(r, f"{p}_device_us")]
-        b, t = r.b_device_us, r.t_device_us
-        out.append(row + [round(t - b, 2), _ref_ratio(t, b)])
+        for present, name, shape, typ, details, dev_us in (bs, ts):
+            row += [name, shape, typ, details or None, dev_us] if present \
+                else [None, None, None, details or None, dev_us]
+        b, t = bs[5], ts[5]
+        row += [round(t - b, 2), _ref_ratio(t, b)]
+        out.append(row)
+    return out
+
+
+def _converted(texts: list, kind: str, present: list) -> list:
+    """:func:`_list_repr` of each text of a present op (None elsewhere), once per distinct text."""
+    memo: dict = {}
+    out = []
+    for x, here in zip(texts, present):
+        if x is None or not here:
+            out.append(None)
+            continue
+        r = memo.get(x)
+        if r is None:
+            r = memo[x] = _list_repr(x, kind)
+        out.append(r)
     return out
 
 
@@ -153,21 +174,24 @@ def operator_compare_statistic_rows(res) -> list[list]:
 
 
 def module_compare_rows(res) -> list[list]:
-    """ModuleCompare (µs) from ``ModuleResult.rows``, with the reference's module text."""
+    """ModuleCompare (µs) from ``ModuleResult.rows``, with the reference's module text (read
+    column by column)."""
+    df = res.rows
+    names = ("raw_class", "depth", "raw_path", "kind", "b_self_us", "b_total_us", "t_self_us", "t_total_us",
+             "b_call_stack", "t_call_stack", "b_op_name", "t_op_name", "b_kernel_details", "t_kernel_details")
     out = []
-    for i, r in enumerate(res.rows.itertuples(index=False), 1):
-        head = [i, r.raw_class, r.depth, r.raw_path.replace("nn.Module:", "")]
-        if r.kind == "module":
-            out.append(head + ["TOTAL", None, r.b_self_us, r.b_total_us, "TOTAL", None, r.t_self_us, r.t_total_us,
-                               round(r.t_total_us - r.b_total_us, 2), round(r.t_self_us - r.b_self_us, 2),
-                               _ref_ratio(r.t_total_us, r.b_total_us), _none(r.b_call_stack), _none(r.t_call_stack)])
+    for i, (cls, depth, path, kind, b_self, b_total, t_self, t_total, b_cs, t_cs, b_op, t_op, b_kd, t_kd) \
+            in enumerate(zip(*(df[c].tolist() for c in names)), 1):
+        head = [i, cls, depth, path.replace("nn.Module:", "")]
+        if kind == "module":
+            out.append(head + ["TOTAL", None, b_self, b_total, "TOTAL", None, t_self, t_total,
+                               round(t_total - b_total, 2), round(t_self - b_self, 2),
+                               _ref_ratio(t_total, b_total), _none(b_cs), _none(t_cs)])
         else:   # op call stacks only where the op got slower, "N/A" when it has none
-            diff = round(r.t_self_us - r.b_self_us, 2)
-            cs = [(_none(c) or "N/A") if diff > 0 and _none(op) else None
-                  for c, op in ((r.b_call_stack, r.b_op_name), (r.t_call_stack, r.t_op_name))]
-            out.append(head + [_none(r.b_op_name), _none(r.b_kernel_details), r.b_self_us, None,
-                               _none(r.t_op_name), _none(r.t_kernel_details), r.t_self_us, None, None,
-                               diff, _ref_ratio(r.t_self_us, r.b_self_us), *cs])
+            diff = round(t_self - b_self, 2)
+            cs = [(_none(c) or "N/A") if diff > 0 and _none(op) else None for c, op in ((b_cs, b_op), (t_cs, t_op))]
+            out.append(head + [_none(b_op), _none(b_kd), b_self, None, _none(t_op), _none(t_kd), t_self, None, None,
+                               diff, _ref_ratio(t_self, b_self), *cs])
     return out
 
 

@@ -234,11 +234,25 @@ class Sheet:
             attrs = repeat(f' s="{style}"' if style else "")
         else:
             attrs = map({s: f' s="{s}"' if s else "" for s in set(style)}.__getitem__, style)
-        if not set(map(type, vals)) <= _PLAIN:
+        kinds = set(map(type, vals))
+        if not kinds <= _PLAIN:
             return [self._cell(f"{letter}{rn}", v, s) for v, rn, s in
                     zip(vals, rns, repeat(style) if type(style) is int else style)]
         c = f'<c r="{letter}'
         get, esc, fget, fmt = self._escaped.get, self._escape, self._floats.get, self._float
+        if type(style) is int and len(kinds) == 1:      # one type, one style: the common column
+            sa = f' s="{style}"' if style else ""
+            kind = kinds.pop()
+            if kind is float:
+                v_open, blank = f'"{sa}><v>', f'"{sa}/>'
+                return [f'{c}{rn}{v_open}{fget(v) or fmt(v)}</v></c>' if v - v == 0
+                        else (f'{c}{rn}{blank}' if sa else "") for v, rn in zip(vals, rns)]
+            if kind is int:
+                v_open = f'"{sa}><v>'
+                return [f'{c}{rn}{v_open}{v}</v></c>' for v, rn in zip(vals, rns)]
+            if kind is str:
+                s_open = f'"{sa} t="inlineStr"><is>'
+                return [f'{c}{rn}{s_open}{get(v) or esc(v)}</is></c>' for v, rn in zip(vals, rns)]
         return [f'{c}{rn}"{sa} t="inlineStr"><is>{get(v) or esc(v)}</is></c>' if (t := type(v)) is str
                 else ((f'{c}{rn}"{sa}><v>{fget(v) or fmt(v)}</v></c>' if v - v == 0
                        else (f'{c}{rn}"{sa}/>' if sa else ""))
