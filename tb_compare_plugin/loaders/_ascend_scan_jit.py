@@ -533,3 +533,39 @@ def scan(buf, K, V, DV, xok, fok, tt, state, new_s, new_e, tkb_, tkoff_, tklut_,
             i = _ws(b, i + 1, n)
             return (OK if i == n else BAD), ev
         return BAD, ev
+
+
+# -- the columns of one chunk's rows (ascend_fast.Scanner._ints / _texts): one pass each instead of
+# a numpy call per step over a strided column of the tables
+@jit
+def take_ints(K, V, rows, c, out, miss):
+    """out[i] = V[rows[i], c] where that value is an int (K_INT), else -1 with miss[i] set; the
+    number of ints."""
+    n_int = 0
+    for i in range(len(rows)):
+        r = rows[i]
+        if K[r, c] == K_INT:
+            out[i] = V[r, c]
+            miss[i] = False
+            n_int += 1
+        else:
+            out[i] = -1
+            miss[i] = True
+    return n_int
+
+
+@jit
+def take_texts(K, V, rows, c, lut, out):
+    """out[i] = lut[text id] where the value is a text (K_STR), else -1; the number of texts whose
+    lut entry is still -2 (not looked up yet)."""
+    todo = 0
+    for i in range(len(rows)):
+        r = rows[i]
+        if K[r, c] == K_STR:
+            v = lut[V[r, c]]
+            out[i] = v
+            if v == -2:
+                todo += 1
+        else:
+            out[i] = -1
+    return todo

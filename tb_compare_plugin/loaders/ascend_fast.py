@@ -66,10 +66,19 @@ def _compile():
         got = s._scan(np.frombuffer(bytearray(b'[{"ph": "X", "ts": "1.000", "args": {"Task Id": 1, "x": [{}]}}]'), np.uint8))
         if got[0] != jit.OK:
             raise RuntimeError(f"the scanner refused its own test chunk (status {got[0]})")
+        rows = np.zeros(1, np.int64)                # (loads the column kernels too)
+        if (s._ints(jit.F_A0 + ARG_FIELDS.index("task_id"), rows)[1].tolist() != [1]
+                or s._texts(_Probe(), jit.F_NAME, rows)[1].tolist() != [-1]):
+            raise RuntimeError("the column kernels gave wrong values on the test chunk")
     except Exception as e:              # numba missing or unusable on this platform
         _jit = None
         _import_error = f"numba unavailable ({type(e).__name__}: {e})"
     return _jit
+
+
+class _Probe:
+    """A stand-in Field for the self-test (no text is looked up in its vocabulary)."""
+    vocab: dict = {}
 
 
 def available() -> bool:
@@ -245,7 +254,10 @@ class Scanner:
             hard = xi[K[xi, j.F_DUR] == j.K_HARD]
             if len(hard):                               # durs read here as msgspec reads them
                 spans = self.V[hard, j.F_DUR]
-                vals = [float(buf[s:e].tobytes()) for s, e in zip((spans >> 32).tolist(), (spans & 0xffffffff).tolist())]
+                starts, ends = spans >> 32, spans & 0xffffffff
+                lo = int(starts.min())
+                raw = buf[lo:int(ends.max())].tobytes()          # one copy, then a bytes slice each
+                vals = [float(raw[s:e]) for s, e in zip((starts - lo).tolist(), (ends - lo).tolist())]
                 if not np.isfinite(vals).all():
                     return "a dur out of the double range"
                 self.DV[hard] = vals
@@ -273,19 +285,16 @@ class Scanner:
 
     def _ints(self, c: int, rows: np.ndarray):
         """The Field piece ``Field.add(values, "I")`` makes of integer/None values."""
-        k = self.K[rows, c]
-        isint = k == self.j.K_INT
-        if isint.all():
-            return ("i", self.V[rows, c], None)
-        if not isint.any():
+        out, miss = np.empty(len(rows), np.int64), np.empty(len(rows), bool)
+        n_int = self.j.take_ints(self.K, self.V, rows, c, out, miss)
+        if n_int == len(rows):
+            return ("i", out, None)
+        if not n_int:
             return ("n", len(rows))
-        return ("i", np.where(isint, self.V[rows, c], -1), ~isint)
+        return ("i", out, miss)
 
     def _texts(self, field, c: int, rows: np.ndarray):
         """The Field piece ``Field.add(values, "s")`` makes of text/None values."""
-        k = self.K[rows, c]
-        isstr = k == self.j.K_STR
-        ids = np.where(isstr, self.V[rows, c], 0)
         got = self.luts.get(id(field))
         if got is None or got[0] is not field:
             got = self.luts[id(field)] = (field, np.full(max(len(self.texts), 16), -2, np.int32))
@@ -293,14 +302,14 @@ class Scanner:
         if len(lut) < len(self.texts):
             lut = np.concatenate([lut, np.full(max(len(self.texts), 2 * len(lut)) - len(lut), -2, np.int32)])
             self.luts[id(field)] = (field, lut)
-        codes = lut[ids]
-        todo = isstr & (codes == -2)
-        if todo.any():
+        codes = np.empty(len(rows), np.int32)
+        if self.j.take_texts(self.K, self.V, rows, c, lut, codes):
+            ids = self.V[rows, c][self.K[rows, c] == self.j.K_STR]
             voc, texts = field.vocab, self.texts
-            for t in np.unique(ids[todo]).tolist():
+            for t in np.unique(ids[lut[ids] == -2]).tolist():
                 lut[t] = voc[texts[t]]
-            codes = lut[ids]
-        return ("s", np.where(isstr, codes, -1).astype(np.int32))
+            self.j.take_texts(self.K, self.V, rows, c, lut, codes)
+        return ("s", codes)
 
     def _add_x(self, col, xi: np.ndarray) -> None:
         j, x = self.j, col.x
