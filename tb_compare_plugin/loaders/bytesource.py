@@ -27,7 +27,7 @@ READ_BLOCK = 1 << 20            # compressed / plain bytes read per call
 INFLATE_BLOCK = 4 << 20         # most decompressed bytes produced per inflate call
 FEED_BLOCK = 64 << 10           # most compressed bytes given to one inflate call
 MAP_MIN = 8 << 20               # plain files at least this big are mapped instead of read
-DROP_EVERY = 64 << 20           # give finished pages back to the system this often
+DROP_EVERY = 16 << 20           # give finished pages back to the system this often (one scanner chunk)
 MAX_EXPANDED_ENV = "TB_COMPARE_MAX_EXPANDED_MB"
 DEFAULT_MAX_EXPANDED_MB = 8192  # 8 GiB: 8x the largest bench trace
 
