@@ -149,6 +149,25 @@ def _stop_test_plugins():
     _stop_made_since(n)
 
 
+def _tbc_environment() -> dict:
+    return {k: v for k, v in os.environ.items() if k.startswith("TB_COMPARE_")}
+
+
+@pytest.fixture(autouse=True)
+def _same_tb_compare_environment():
+    """Each test leaves the ``TB_COMPARE_*`` environment as it found it: a test that runs the
+    CLI's ``main`` in this process (``--no-cache`` sets ``TB_COMPARE_CACHE=0`` for the rest of a
+    real run) must not change what later tests, and the CLI processes they start, see -- which
+    tests run after which depends on how the suite is run."""
+    before = _tbc_environment()
+    yield
+    if _tbc_environment() != before:
+        for k in _tbc_environment():
+            if k not in before:
+                del os.environ[k]
+        os.environ.update(before)
+
+
 # property tests draw the same examples on every run (a CI run must not depend on luck)
 try:
     from hypothesis import settings as _hyp_settings

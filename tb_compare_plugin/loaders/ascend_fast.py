@@ -26,6 +26,7 @@ import numpy as np
 from .ascend_events import GROUP_FIELDS, HCCL, HW, M, OPS, PY, TEXT
 from .jit_warm import FAST_MIN_BYTES
 from .kineto_scan import jit_cache_dir
+from ..model.jit import writable_view
 
 # FAST_MIN_BYTES: smaller traces use the general decoder unless asked: a process's first scan costs
 # ~0.5-1 s of CPU (importing numba, loading the compiled scanner).
@@ -187,9 +188,10 @@ class Scanner:
         self._rows(len(buf) // 96 + 16)
         self._new(len(buf) // 64 + 16)
         tries = 0
+        wbuf = writable_view(buf)           # one compiled form of the scanner (model.jit.writable_view)
         while True:
             tries += 1
-            status, n = j.scan(buf, self.K, self.V, self.DV, self.xok, self.fok, self.tt, self.state,
+            status, n = j.scan(wbuf, self.K, self.V, self.DV, self.xok, self.fok, self.tt, self.state,
                                self.new_s, self.new_e, *self.keys)
             self._decode_new(buf, int(self.state[1]))
             if tries > 8:

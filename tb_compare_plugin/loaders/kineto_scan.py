@@ -112,7 +112,7 @@ def _compile():
         if d and not config.CACHE_DIR:              # numba was imported before: tell it directly
             config.CACHE_DIR = d
         from . import _kineto_scan_jit as jit
-        _run(jit.scan, np.frombuffer(b'[{"ph": "X", "ts": 1.5, "args": {"grid": [1, 1, 1]}}]', np.uint8))
+        _run(jit.scan, np.frombuffer(bytearray(b'[{"ph": "X", "ts": 1.5, "args": {"grid": [1, 1, 1]}}]'), np.uint8))
         jit.first_seen(np.zeros(2, np.uint64))
     except Exception as e:              # numba missing or unusable on this platform
         _import_error = f"numba unavailable ({type(e).__name__}: {e})"
@@ -157,6 +157,9 @@ def _tables(cap: int) -> list:
 
 
 def _run(fn, buf: np.ndarray):
+    """The scan of ``buf``; a read-only buffer (decompressed ``bytes``) goes in as a writable-typed
+    view of its memory, so numba compiles and loads one form of the scanner, not two (it never
+    writes into the buffer)."""
     tables = _tables(len(buf) // 24 + 16)
-    status, n = fn(buf, *tables, *TOP_TABLE, *ARG_TABLE)
+    status, n = fn(jit_cache.writable_view(buf), *tables, *TOP_TABLE, *ARG_TABLE)
     return (status, n, *tables)

@@ -10,6 +10,12 @@ answer, for small inputs and for when numba cannot run.  :func:`kernels` says wh
 - from :data:`MIN_ROWS` rows when numba is already imported (the fast Kineto scanner ran in this
   process), from :data:`IMPORT_ROWS` rows otherwise (importing numba costs ~0.5 s of CPU).
 
+A read-only array (a column mapped from the cache, a buffer from ``bytes``) is a different type
+to numba than a writable one, so each kernel would be compiled, and loaded, twice: the kernels
+are called through :class:`_Kernels`, which hands them read-only arrays as writable-typed views
+of the same memory (:func:`writable_view`; the kernels never write into their inputs -- numba
+refuses to compile a write into a read-only array, and both forms compiled).
+
 numba keeps the compiled kernels in the JIT cache folder the Kineto scanner uses
 (``loaders.kineto_scan.jit_cache_dir``: ``$NUMBA_CACHE_DIR``, else a per-user folder); the first
 use on a machine compiles them (a few seconds, once).
@@ -83,4 +89,42 @@ def _load() -> None:
         except Exception as e:          # numba missing or unusable on this platform
             _error = f"numba unavailable ({type(e).__name__}: {e})"
             return
-        _mod = mod
+        _mod = _Kernels(mod)
+
+
+class _Array:
+    """Holds a read-only array while a writable-typed view of its memory exists."""
+
+    def __init__(self, a) -> None:
+        self.keep = a
+        self.__array_interface__ = {"data": (a.ctypes.data, False), "shape": a.shape, "typestr": a.dtype.str,
+                                    "strides": a.strides, "version": 3}
+
+
+def writable_view(a):
+    """``a`` itself, or when ``a`` is a read-only numpy array, a writable-typed view of the same
+    memory (no copy; it keeps ``a`` alive): numba then uses the one compiled form it has for
+    writable arrays.  Only for code that never writes into it."""
+    import numpy as np
+    if isinstance(a, np.ndarray) and not a.flags.writeable:
+        return np.asarray(_Array(a))
+    return a
+
+
+class _Kernels:
+    """The kernels module, each kernel called with read-only array arguments as writable-typed
+    views (:func:`writable_view`): one compiled form per kernel, not two."""
+
+    def __init__(self, mod) -> None:
+        self._mod = mod
+
+    def __getattr__(self, name):
+        f = getattr(self._mod, name)
+        if not hasattr(f, "py_func"):               # not a numba dispatcher
+            return f
+
+        def call(*args):
+            return f(*[writable_view(a) for a in args])
+        call.__name__ = name
+        self.__dict__[name] = call
+        return call
