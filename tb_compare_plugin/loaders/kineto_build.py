@@ -74,8 +74,21 @@ def build_profile(col, outside: dict, path: str) -> Profile:
     # ops: nesting per (pid, tid), steps, backward thread
     o = col.columns("ops")
     n_ops = col.rows.get("ops", 0)
-    give_back()                     # the pieces just concatenated (heap-allocated, ~140 MB on a 1 GB trace)
     rtcorr = o.pop("_rtcorr", np.zeros(0, np.int64))
+    # the kernels' launching ops by correlation id first: the runtime ops' ids and, when every
+    # kernel is linked that way, the flow events leave before the nesting's temporaries come
+    k = col.columns("kernels")
+    n_k = col.rows.get("kernels", 0)
+    kpid, ktid = k.pop("_pid", None), k.pop("_tid", None)
+    launch = _launch_by_corr(rtcorr, k["corr"], n_k) if n_k else None
+    del rtcorr
+    flows = None
+    if n_k and n_ops and (launch < 0).any() and col.rows.get("_flows"):
+        flows = col.columns("_flows")
+    else:
+        col.columns("_flows")       # not needed: its columns go now (~30 MB on a 1 GB trace)
+        kpid = ktid = None
+    give_back()                     # the parse's freed heap (scanner tables, ...) before the nesting
     o_end = o["start_ns"] + o["dur_ns"] if n_ops else np.zeros(0, np.int64)
     parent, depth = (nest(o["start_ns"], o_end, _group_ids(o["pid"], o["tid"])) if n_ops
                      else (np.zeros(0, np.int64), np.zeros(0, np.int16)))
@@ -101,21 +114,10 @@ def build_profile(col, outside: dict, path: str) -> Profile:
                                      end_ns=o_end[st_rows])
 
     # kernels: links to launching ops, steps, kind
-    k = col.columns("kernels")
-    n_k = col.rows.get("kernels", 0)
-    kpid, ktid = k.pop("_pid", None), k.pop("_tid", None)
-    give_back()
     if n_k:
-        launch = np.full(n_k, -1, np.int64)
-        rt = np.flatnonzero(rtcorr >= 0)
-        if len(rt):
-            u, first = np.unique(rtcorr[rt], return_index=True)
-            pos = np.clip(np.searchsorted(u, k["corr"]), 0, len(u) - 1)
-            hit = (k["corr"] >= 0) & (u[pos] == k["corr"])
-            launch[hit] = rt[first[pos[hit]]]
-        if n_ops and (launch < 0).any() and col.rows.get("_flows"):
-            _link_by_flows(col.columns("_flows"), launch, k["start_ns"], kpid, ktid, o, depth,
-                           is_runtime, meta)
+        if flows is not None:
+            _link_by_flows(flows, launch, k["start_ns"], kpid, ktid, o, depth, is_runtime, meta)
+            del flows
         linked = launch >= 0
         flow_start = np.where(linked, o["start_ns"][np.maximum(launch, 0)] if n_ops else -1, -1)
         kstep = np.full(n_k, -1, np.int64)
@@ -159,6 +161,18 @@ def build_profile(col, outside: dict, path: str) -> Profile:
 
     fill_meta(meta, outside, col)
     return Profile(symbols=sym, meta=meta, tables=tables)
+
+
+def _launch_by_corr(rtcorr: np.ndarray, corr: np.ndarray, n_k: int) -> np.ndarray:
+    """Row of the runtime op whose correlation id each kernel carries (the first such op), or -1."""
+    launch = np.full(n_k, -1, np.int64)
+    rt = np.flatnonzero(rtcorr >= 0)
+    if len(rt):
+        u, first = np.unique(rtcorr[rt], return_index=True)
+        pos = np.clip(np.searchsorted(u, corr), 0, len(u) - 1)
+        hit = (corr >= 0) & (u[pos] == corr)
+        launch[hit] = rt[first[pos[hit]]]
+    return launch
 
 
 def _pair_fwdbwd(fb: dict) -> pd.DataFrame:
