@@ -68,6 +68,10 @@ class _PartWriter:
     def write(self, data: bytes) -> None:
         self._fh.write(data)
 
+    def write_all(self, chunks: list) -> None:
+        for data in chunks:
+            self._fh.write(data)
+
     def close_part(self, _=None) -> None:
         fh, self._fh = self._fh, None
         if fh is not None:
@@ -146,10 +150,13 @@ class Sheet:
             self._open_part(self.book.big_level)
 
     def _open_part(self, level: int) -> None:
+        """Open the part at ``level`` and queue what was held back as one job (it is in memory
+        already: queued chunk by chunk it would wait for the bounded queue, and this thread with it,
+        while the worker deflates the first ones)."""
         out = self.book._out
         out.put(out.open_part, (self._part, level))
-        for data in self._held:
-            out.put(out.write, data)
+        if self._held:
+            out.put(out.write_all, self._held)
         self._held = None
 
     def _escape(self, v: str) -> str:

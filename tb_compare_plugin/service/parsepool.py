@@ -409,6 +409,7 @@ class ParsePool:
                     ctx = mp.get_context("forkserver")
                     ctx.set_forkserver_preload(_preload(self.warm_jit))
                     _start_forkserver_quietly()
+                    mark("pool: fork server started")
                 except (ValueError, OSError):
                     ctx = mp.get_context("spawn")
                 self._ctx = ctx
@@ -517,6 +518,7 @@ class ParsePool:
                                     side_jobs)
                     kind, prof, values = self._wait(fut, root, fingerprint, ppath, progress, attempt < retries,
                                                     err_at)
+                    mark(f"pool: child answered ({kind})")
                 finally:
                     if ex is not None and fut is not None and fut.done() and not self._aborted:
                         self._retire_later(ex, fut)     # it answered: it is on its way out
