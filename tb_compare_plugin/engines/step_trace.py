@@ -34,13 +34,10 @@ def from_file(profile) -> dict:
     st = profile.tables.get("step_trace")
     if st is None or not len(st):
         return {}
+    cols = {c: st[f"{c}_ns"].to_numpy(np.float64).tolist() for c in STEP_TRACE_COLUMNS}   # a column at a time
     out = {}
-    for i, sid in enumerate(st["step"].to_numpy()):
-        row = {}
-        for c in STEP_TRACE_COLUMNS:
-            v = float(st[f"{c}_ns"].iat[i])
-            row[c] = None if np.isnan(v) else v
-        out[int(sid)] = row
+    for i, sid in enumerate(st["step"].to_numpy().tolist()):
+        out[int(sid)] = {c: (None if v != v else v) for c, vals in cols.items() for v in (vals[i],)}
     return out
 
 
