@@ -256,10 +256,13 @@ class Scanner:
             hard = xi[K[xi, j.F_DUR] == j.K_HARD]
             if len(hard):                               # durs read here as msgspec reads them
                 spans = self.V[hard, j.F_DUR]
-                starts, ends = spans >> 32, spans & 0xffffffff
-                lo = int(starts.min())
-                raw = buf[lo:int(ends.max())].tobytes()          # one copy, then a bytes slice each
-                vals = [float(raw[s:e]) for s, e in zip((starts - lo).tolist(), (ends - lo).tolist())]
+                starts, lens = spans >> 32, (spans & 0xffffffff) - (spans >> 32)
+                cut = np.zeros(len(lens) + 1, np.int64)
+                np.cumsum(lens, out=cut[1:])
+                # the spans' bytes gathered into one bytes object, then a slice of it each
+                raw = buf[np.arange(cut[-1]) + np.repeat(starts - cut[:-1], lens)].tobytes()
+                cuts = cut.tolist()
+                vals = [float(raw[cuts[k]:cuts[k + 1]]) for k in range(len(lens))]
                 if not np.isfinite(vals).all():
                     return "a dur out of the double range"
                 self.DV[hard] = vals
