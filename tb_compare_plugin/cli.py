@@ -159,13 +159,12 @@ def selected_sheets(args):
 def start_backends(no_cache: bool = False, paths=()):
     """(cache, pool) for this run; the parser processes' fork server starts at once, so its
     imports overlap the resolving of both paths.  When ``paths`` hold a trace the numba scanners
-    will read, the fork server loads them before it forks the parsers (``loaders.jit_warm``: only
-    the Ascend ones when the big inputs are Ascend exports)."""
-    from .loaders.jit_warm import preload_module
+    will read, the fork server loads them before it forks the parsers (``loaders.jit_warm``)."""
+    from .loaders.jit_warm import worth_it
     from .service.loading import make_backends
     if no_cache:
         os.environ["TB_COMPARE_CACHE"] = "0"
-    return make_backends(workers=2, start=True, warm_jit=preload_module(paths) or False)
+    return make_backends(workers=2, start=True, warm_jit=worth_it(paths))
 
 
 def load_sides(base_spec, target_spec, progress: Progress, backends, warm=None, side_jobs=((), ())):

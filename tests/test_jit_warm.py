@@ -70,17 +70,3 @@ def test_the_preload_names_the_warm_module_only_when_asked():
     assert warm[-2:] == ["tb_compare_plugin.loaders.jit_preload", "tb_compare_plugin.service.forkserver_ready"]
     from tb_compare_plugin.loaders import jit_preload    # importing it loads the scanners here too
     jit_preload.warm()
-
-
-def test_ascend_exports_preload_without_the_kineto_scanner(tmp_path, monkeypatch):
-    ascend = _sparse(tmp_path / "r0_ascend_pt" / "ASCEND_PROFILER_OUTPUT" / "trace_view.json",
-                     jit_warm.FAST_MIN_BYTES)
-    prof = _sparse(tmp_path / "PROF_000001_x" / "mindstudio_profiler_output" / "msprof_1.json", jit_warm.FAST_MIN_BYTES)
-    kineto = _sparse(tmp_path / "gpu" / "w0.pt.trace.json", jit_warm.FAST_MIN_BYTES)
-    assert jit_warm.preload_module([SAMPLES]) is None
-    assert jit_warm.preload_module([ascend.parent.parent, prof]) == jit_warm.PRELOAD_ASCEND
-    assert jit_warm.preload_module([ascend, kineto.parent]) == jit_warm.PRELOAD_ALL
-    assert jit_warm.preload_module([kineto]) == jit_warm.PRELOAD_ALL
-    monkeypatch.setenv("TB_COMPARE_FAST_KINETO", "0")
-    assert jit_warm.preload_module([kineto]) == jit_warm.PRELOAD_ASCEND
-    assert parsepool._preload(jit_warm.PRELOAD_ASCEND)[-2] == jit_warm.PRELOAD_ASCEND

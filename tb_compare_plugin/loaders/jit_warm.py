@@ -34,42 +34,6 @@ def worth_it(paths, max_entries: int = 2000, max_depth: int = 6) -> bool:
         return False
     if kineto in _ON or ascend in _ON:
         return True
-    return next(_big_files(paths, max_entries, max_depth), None) is not None
-
-
-PRELOAD_ALL = "tb_compare_plugin.loaders.jit_preload"
-PRELOAD_ASCEND = "tb_compare_plugin.loaders.jit_preload_ascend"
-_ASCEND_DIRS = ("_ascend_pt", "_ascend_ms")
-
-
-def preload_module(paths, max_entries: int = 2000, max_depth: int = 6) -> str | None:
-    """The module the fork server imports to load the numba parts a load of ``paths`` uses (None:
-    no big input, numba is not needed): :data:`PRELOAD_ASCEND` (the Ascend scanner and the model's
-    kernels, without the Kineto scanner and quick plan: ~0.35 s of CPU less) when every big file
-    found lies in an Ascend export (a folder named ``*_ascend_pt``, ``*_ascend_ms``,
-    ``ASCEND_PROFILER_OUTPUT`` or ``PROF_*``), else :data:`PRELOAD_ALL`.  A wrong guess costs
-    time only: a parser process loads a scanner the fork server did not."""
-    if not worth_it(paths, max_entries, max_depth):
-        return None
-    kineto = _setting("TB_COMPARE_FAST_KINETO")
-    if kineto in _OFF:
-        return PRELOAD_ASCEND
-    if kineto in _ON:
-        return PRELOAD_ALL
-    big = list(_big_files(paths, max_entries, max_depth))
-    if big and all(_in_ascend_export(p) for p in big):
-        return PRELOAD_ASCEND
-    return PRELOAD_ALL
-
-
-def _in_ascend_export(path: str) -> bool:
-    parts = os.path.abspath(path).split(os.sep)[:-1]
-    return any(p.endswith(_ASCEND_DIRS) or p == "ASCEND_PROFILER_OUTPUT" or p.startswith("PROF_") for p in parts)
-
-
-def _big_files(paths, max_entries: int, max_depth: int):
-    """The regular files of :data:`FAST_MIN_BYTES` or more under ``paths`` (a bounded walk: it
-    stops after ``max_entries`` folder entries)."""
     seen = 0
     todo = [(str(p), 0) for p in paths]
     while todo:
@@ -78,7 +42,7 @@ def _big_files(paths, max_entries: int, max_depth: int):
             if os.path.isfile(path):
                 size = os.stat(path).st_size
                 if size * (8 if path.endswith(".gz") else 1) >= FAST_MIN_BYTES:
-                    yield path
+                    return True
                 continue
             if depth >= max_depth or not os.path.isdir(path):
                 continue
@@ -86,13 +50,13 @@ def _big_files(paths, max_entries: int, max_depth: int):
                 for entry in it:
                     seen += 1
                     if seen > max_entries:
-                        return
+                        return False
                     if entry.is_dir(follow_symlinks=False):
                         todo.append((entry.path, depth + 1))
                     elif entry.is_file():
                         size = entry.stat().st_size
                         if size * (8 if entry.name.endswith(".gz") else 1) >= FAST_MIN_BYTES:
-                            yield entry.path
+                            return True
         except OSError:
             continue
-
+    return False

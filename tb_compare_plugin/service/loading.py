@@ -191,11 +191,10 @@ def _finish(spec, prof):
     return prof
 
 
-def make_backends(logdir: str | None = None, workers: int = 2, start: bool = False, warm_jit: bool | str = False):
+def make_backends(logdir: str | None = None, workers: int = 2, start: bool = False, warm_jit: bool = False):
     """(cache, pool) as configured by the environment; either may be None.  ``start``: start
     the parser processes' fork server first, so its imports overlap the cache's (numpy, pandas);
-    ``warm_jit``: it also loads the numba scanners (``loaders.jit_warm``: big inputs; a module
-    name: the one of ``jit_warm.preload_module`` that loads them).
+    ``warm_jit``: it also loads the numba scanners (``loaders.jit_warm``: big inputs).
 
     A cache folder that cannot be written is reported once (one warning line) and used for
     reading only, or not at all when it is not a folder; the parser processes then hand their

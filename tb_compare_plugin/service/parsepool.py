@@ -66,15 +66,13 @@ _PRELOAD = ["tb_compare_plugin.service.forkserver_preload"]
 _PRELOAD_END = "tb_compare_plugin.service.forkserver_ready"
 
 
-def _preload(warm_jit: bool | str = False) -> list:
+def _preload(warm_jit: bool = False) -> list:
     """What the fork server imports once, in this order: the libraries, the cache and every
     format's loader (:mod:`.forkserver_preload`, with the garbage collector off); with
-    ``warm_jit`` also numba and the compiled scanners (``loaders.jit_warm``; a module name: the
-    one of ``jit_warm.preload_module`` that loads them, True: all of them); then
+    ``warm_jit`` also numba and the compiled scanners (``loaders.jit_warm``); then
     :mod:`.forkserver_ready` freezes all that and turns the collector back on.  Nothing here is
     imported in this process: the fork server starts without waiting for the registry."""
-    jit = ([warm_jit] if isinstance(warm_jit, str) else ["tb_compare_plugin.loaders.jit_preload"]) if warm_jit else []
-    return _PRELOAD + jit + [_PRELOAD_END]
+    return _PRELOAD + (["tb_compare_plugin.loaders.jit_preload"] if warm_jit else []) + [_PRELOAD_END]
 
 
 _CHILD_ERR: list = []              # the children's stderr file (one per process, opened on first use)
@@ -386,7 +384,7 @@ class ParsePool:
     of its own: a child that dies breaks only its own parse, never the other side's, which a
     shared ``ProcessPoolExecutor`` would report broken too (and blame for the other's death)."""
 
-    def __init__(self, workers: int = 2, cache=None, warm_jit: bool | str = False) -> None:
+    def __init__(self, workers: int = 2, cache=None, warm_jit: bool = False) -> None:
         self.workers = max(1, int(workers))
         self.cache = cache
         self.warm_jit = warm_jit           # the fork server loads the numba scanners (big inputs)
