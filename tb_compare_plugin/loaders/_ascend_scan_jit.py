@@ -288,6 +288,28 @@ def _key(b, s, e, kb, koff, klut):
 
 
 @inline
+def _guess(b, s, n, k, kb, koff):
+    """``k`` when the bytes at b + s are key ``k`` of a key table (addresses of its bytes and int64
+    offsets) followed by a quote, else -1 (also for k < 0)."""
+    if k < 0:
+        return -1
+    o = _ldq(koff, 8 * k)
+    ln = _ldq(koff, 8 * k + 8) - o
+    if s + ln >= n or _ld1(b, s + ln) != 34:
+        return -1
+    q = 0
+    while q + 8 <= ln:
+        if _ld8(b, s + q) != _ld8(kb, o + q):
+            return -1
+        q += 8
+    while q < ln:
+        if _ld1(b, s + q) != _ld1(kb, o + q):
+            return -1
+        q += 1
+    return k
+
+
+@inline
 def _word(b, p, e):
     """The bytes at b + p .. min(p + 8, e) as a little-endian uint64 (zero-padded)."""
     if p + 8 <= e:
@@ -336,6 +358,11 @@ def scan(buf, K, V, DV, xok, fok, tt, state, new_s, new_e, tkb_, tkoff_, tklut_,
     cap = K.shape[0]
     nf = K.shape[1]
     stack = np.zeros(MAX_DEPTH + 1, np.uint8)
+    nt, na = len(tmode), len(amode)                     # key tables' sizes = the "no previous key" state
+    tpred = np.full(nt + 1, -1, np.int64)               # key index -> the key that came next last time
+    apred = np.full(na + 1, -1, np.int64)
+    tprev = nt
+    aprev = na
     state[1] = 0
     i = _ws(b, 0, n)
     if i >= n or _ld1(b, i) != 91:
@@ -360,6 +387,7 @@ def scan(buf, K, V, DV, xok, fok, tt, state, new_s, new_e, tkb_, tkoff_, tklut_,
         if i >= n:
             return BAD, ev
         inargs = False
+        tprev = nt
         closed = _ld1(b, i) == 125
         if closed:
             i += 1
@@ -367,15 +395,34 @@ def scan(buf, K, V, DV, xok, fok, tt, state, new_s, new_e, tkb_, tkoff_, tklut_,
             if i >= n or _ld1(b, i) != 34:
                 return BAD, ev
             s = i + 1
-            j = _str_end(b, s, n, False)
-            if j < 0:
-                return (BAD if j == -1 else ODD), ev
+            # the key that followed the previous one last time, checked in place (its bytes, then
+            # the closing quote: plain bytes, so _str_end would end there too); else read and looked up
             if inargs:
-                k = _key(b, s, j, akb, akoff, aklut)
+                k = _guess(b, s, n, apred[aprev], akb, akoff)
+                if k < 0:
+                    j = _str_end(b, s, n, False)
+                    if j < 0:
+                        return (BAD if j == -1 else ODD), ev
+                    k = _key(b, s, j, akb, akoff, aklut)
+                    if k >= 0:
+                        apred[aprev] = k
+                else:
+                    j = s + _ldq(akoff, 8 * k + 8) - _ldq(akoff, 8 * k)
+                aprev = k if k >= 0 else na
                 mode = amode[k] if k >= 0 else 0
                 f = F_A0 + k
             else:
-                k = _key(b, s, j, tkb, tkoff, tklut)
+                k = _guess(b, s, n, tpred[tprev], tkb, tkoff)
+                if k < 0:
+                    j = _str_end(b, s, n, False)
+                    if j < 0:
+                        return (BAD if j == -1 else ODD), ev
+                    k = _key(b, s, j, tkb, tkoff, tklut)
+                    if k >= 0:
+                        tpred[tprev] = k
+                else:
+                    j = s + _ldq(tkoff, 8 * k + 8) - _ldq(tkoff, 8 * k)
+                tprev = k if k >= 0 else nt
                 mode = tmode[k] if k >= 0 else 0
                 f = k
             i = _ws(b, j + 1, n)
@@ -394,6 +441,7 @@ def scan(buf, K, V, DV, xok, fok, tt, state, new_s, new_e, tkb_, tkoff_, tklut_,
                     i += 1
                 else:
                     inargs = True
+                    aprev = na
                     continue
             elif c == 34:                               # a string
                 j = _str_end(b, i + 1, n, mode == 3 or mode == 4 or mode == 6)
