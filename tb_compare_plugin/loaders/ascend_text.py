@@ -266,10 +266,11 @@ def _comm_tables(tr: Trace, sym: SymbolTable) -> tuple[pd.DataFrame, pd.DataFram
 def _flow_starts(ops: pd.DataFrame, cpu_cat: int) -> pd.DataFrame:
     """Where an async_npu flow may start: the innermost cpu_op (row ``orow``) of each
     (pid_s, tid_s, ts_s) = (pid, tid, start_ns)."""
-    cpu = ops.assign(orow=np.arange(len(ops)))
-    cpu = cpu[cpu["cat"] == cpu_cat]
-    cpu = cpu.sort_values("depth", ascending=False, kind="stable").drop_duplicates(["pid", "tid", "start_ns"])
-    cpu = cpu.rename(columns={"pid": "pid_s", "tid": "tid_s", "start_ns": "ts_s"})
+    rows = np.flatnonzero(ops["cat"].to_numpy() == cpu_cat)     # only the 4 columns used, not the table
+    cpu = pd.DataFrame({"pid_s": ops["pid"].to_numpy()[rows], "tid_s": ops["tid"].to_numpy()[rows],
+                        "ts_s": ops["start_ns"].to_numpy()[rows], "depth": ops["depth"].to_numpy()[rows],
+                        "orow": rows})
+    cpu = cpu.sort_values("depth", ascending=False, kind="stable").drop_duplicates(["pid_s", "tid_s", "ts_s"])
     return cpu[["pid_s", "tid_s", "ts_s", "orow"]]
 
 
