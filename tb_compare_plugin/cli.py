@@ -293,6 +293,7 @@ def _import_beside() -> threading.Thread:
         with _NPY_HEADER_LOCK:
             try:
                 warm_imports()
+                mark("cli: engines imported")
             except Exception:  # noqa: BLE001 - the answer imports them again and reports it
                 pass
     t = threading.Thread(target=run, name="tb-compare-imports", daemon=True)
