@@ -31,7 +31,7 @@ setup(
         NUMBA,
     ],
     extras_require={
-        "test": ["pytest>=7", "hypothesis>=6", "openpyxl>=3.1", "playwright>=1.40",
+        "test": ["pytest>=7", "pytest-xdist>=3", "hypothesis>=6", "openpyxl>=3.1", "playwright>=1.40",
                  "distributed>=2023.1"],   # tests/test_cluster_scale.py starts a real LocalCluster
         # per-rank cluster work as Dask tasks (--dask-scheduler ADDRESS); imported only when asked for
         "dask": ["dask[distributed]>=2023.1"],

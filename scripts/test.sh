@@ -4,6 +4,8 @@
 # The committed frontend bundle is checked against a fresh build with npm: without npm that check
 # is skipped with a loud warning, or fails when CI is set (CI=true), where it must run.
 # Usage: bash scripts/test.sh [pytest args...]   (e.g. --durations=20 for the slowest tests)
+# The suite runs in TB_COMPARE_TEST_WORKERS pytest processes (default 2, one per core here; each
+# test file stays in one process: --dist loadfile); TB_COMPARE_TEST_WORKERS=1 runs it in one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
@@ -50,4 +52,8 @@ fi
 
 echo "== running the test suite"
 mkdir -p test-artifacts
+WORKERS=${TB_COMPARE_TEST_WORKERS:-2}
+if [ "$WORKERS" -gt 1 ] 2>/dev/null; then
+  exec "$VENV/bin/python" -m pytest -q -p no:cacheprovider -n "$WORKERS" --dist loadfile "$@" tests
+fi
 exec "$VENV/bin/python" -m pytest -q -p no:cacheprovider "$@" tests
