@@ -2,7 +2,7 @@
 
 With ``TB_COMPARE_TIMING=FILE`` set, :func:`mark` appends one line ``<unix time> <pid> <label>``
 to FILE (one small O_APPEND write, so the CLI, the fork server and the parser processes can all
-write to it); unset, it costs one dict lookup.  Nothing here changes what a run computes."""
+write to it); unset, it returns at once.  Nothing here changes what a run computes."""
 from __future__ import annotations
 
 import os

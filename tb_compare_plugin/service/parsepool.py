@@ -269,13 +269,9 @@ def _child_parse(fmt: str, root: str, fingerprint, cache_root: str | None, progr
 def _give_back_free_memory() -> None:
     """Return the heap the parse freed to the system (glibc keeps it otherwise: the child's RSS
     would carry it through the per-side work that follows)."""
-    import ctypes
     import gc
     gc.collect()
-    try:
-        ctypes.CDLL(None).malloc_trim(0)
-    except (OSError, AttributeError):      # not glibc
-        pass
+    give_back()
 
 
 class _Spilled:
