@@ -217,15 +217,14 @@ class _Collector:
         cap = None
         for k, v in cols.items():
             buf = part.get(k)
-            if buf is None or end > len(buf) or v.dtype != buf.dtype:
+            dt = v.dtype if buf is None or v.dtype == buf.dtype else np.result_type(buf.dtype, v.dtype)
+            if buf is None or end > len(buf) or dt != buf.dtype:
                 if cap is None:
                     cap = self._room(end)
-                dt = v.dtype if buf is None else np.result_type(buf.dtype, v.dtype)
-                if buf is None or end > len(buf) or dt != buf.dtype:
-                    new = np.empty(max(cap, len(buf)) if buf is not None else cap, dt)
-                    if first:
-                        new[:first] = buf[:first]
-                    buf = part[k] = new
+                new = np.empty(cap if buf is None else max(cap, len(buf)), dt)
+                if first:
+                    new[:first] = buf[:first]
+                buf = part[k] = new
             buf[first:end] = v
         return first
 
