@@ -37,7 +37,7 @@ def from_file(profile) -> dict:
     cols = {c: st[f"{c}_ns"].to_numpy(np.float64).tolist() for c in STEP_TRACE_COLUMNS}   # a column at a time
     out = {}
     for i, sid in enumerate(st["step"].to_numpy().tolist()):
-        out[int(sid)] = {c: (None if v != v else v) for c, vals in cols.items() for v in (vals[i],)}
+        out[int(sid)] = {c: (None if vals[i] != vals[i] else vals[i]) for c, vals in cols.items()}   # NaN: None
     return out
 
 
