@@ -80,3 +80,23 @@ def test_the_op_tree_crosses_as_mapped_files(three, tmp_path):
     from tb_compare_plugin.presenters.views import operator_table
     tables = [encode(operator_table(Comparison(p, p))) for p in (parent, plain)]
     assert tables[0] == tables[1]
+
+
+def test_the_module_forests_cross_without_their_tree(corpus, tmp_path):
+    """The modules job (built before the tree job, as the CLI orders them) is pickled back without
+    its op tree; on the parent's copy, with the tree mapped back, the module sheets are the ones
+    built there."""
+    from tb_compare_plugin.engines.module import compare_modules
+    from tb_compare_plugin.service.parsepool import _spill, _unspill
+    from tb_compare_plugin.presenters.reference_rows import module_compare_rows, module_compare_statistic_rows
+    root = str(corpus / "npu/alexnet_ddp_2rank_level1/rank0_ascend_pt")
+    child, parent, plain = (load("ascend-text", root) for _ in range(3))
+    jobs = (("modules", (None,)), ("tree", ()))
+    assert set(side_work.compute(child, jobs)) == {"modules:None", "optree"}
+    spilled = pickle.loads(pickle.dumps(_spill(side_work.compute(child, jobs), str(tmp_path / "v"))))
+    assert spilled["modules:None"].tree is None
+    side_work.seed(parent, _unspill(spilled, parent))
+    got, want = compare_modules(parent, parent), compare_modules(plain, plain)
+    for rows in (module_compare_rows, module_compare_statistic_rows):
+        assert encode(rows(got)) == encode(rows(want))
+    assert DERIVED.peek(parent, "modules:None").tree is DERIVED.peek(parent, "optree")

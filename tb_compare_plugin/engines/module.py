@@ -161,6 +161,23 @@ class ModuleSide:
             self.__dict__["_kernel_codes"] = pd.factorize(self.strings[self.tree.dev["name"].to_numpy()])
         return self.__dict__["_kernel_codes"]
 
+    def prepared(self) -> "ModuleSide":
+        """Itself with every per-side value the sheets read built (op names, kernel details, call
+        stacks, kernel codes), so a copy pickled elsewhere needs no tree for them."""
+        self.slot_name, self.slot_details, self.slot_call_stack, self.kernel_codes()
+        return self
+
+    def __getstate__(self) -> dict:
+        """Pickled without the op tree and the symbols (the receiving process has its own copies
+        of both: :meth:`attach`)."""
+        return {**self.__dict__, "tree": None, "strings": None}
+
+    def attach(self, tree: OpTree, strings: np.ndarray) -> "ModuleSide":
+        """Give an unpickled copy its profile's op tree and symbols back."""
+        if self.tree is None:
+            self.tree, self.strings = tree, strings
+        return self
+
 
 def _forward(profile, tree, strings, opt_ids, window):
     """nn.Module python functions + Optimizer* host ops, pre-ordered: start, end, name, parent, size."""
@@ -287,6 +304,15 @@ def build_modules(profile, tree: OpTree | None = None, step: int | None = None) 
                       top, bounds, slot_ev, slot_lo, slot_hi, slot_ns, slot_comm_ns, strings)
 
 
+def side_modules(profile, tree: OpTree | None = None, step: int | None = None) -> ModuleSide:
+    """``build_modules(profile, tree, step)`` (prepared), built once per (profile, step) in the
+    derived-data cache (``model.derived``): a per-side reduction (``engines.side_work``) the CLI
+    computes in the process that parsed the side, which sends it back without its tree."""
+    from ..model.derived import derived
+    side = derived(profile, f"modules:{step}", lambda: build_modules(profile, tree, step).prepared())
+    return side.attach(tree or tree_of(profile), profile.symbols.as_array())
+
+
 def _paths(parent: np.ndarray, names: list) -> list:
     """Full path of each pre-ordered node ("/" + names from the root)."""
     out = []
@@ -400,8 +426,8 @@ def compare_modules(base, target, options: Options | None = None, trees=None, di
     note = scope_note(base, target)
     base, target = op_view(base), op_view(target)
     btree, ttree = trees or (None, None)
-    bs = build_modules(base, btree, step=opts.base_step)
-    ts = build_modules(target, ttree, step=opts.target_step)
+    bs = side_modules(base, btree, step=opts.base_step)
+    ts = side_modules(target, ttree, step=opts.target_step)
     mapper = NameMapper.for_profiles(base, target, opts.op_name_map)
     pairs = match_modules(bs, ts, mapper, opts)
     bnames, tnames = (mapper.keys(s.slot_name.tolist()) for s in (bs, ts))

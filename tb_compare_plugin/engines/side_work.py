@@ -44,12 +44,24 @@ def _tree(profile):
         tree_of(profile)
 
 
-JOBS = {"steps": _steps, "api": _api, "kernels": _kernels, "breakdown": _breakdown, "tree": _tree}
+def _modules(profile, step=None):
+    """The module forests the module sheets read (``module.side_modules``), when the profile has
+    nn.Module events of its own (a scope view is built where it is used).  Before the tree job:
+    it builds the tree, which that job then sends on."""
+    from .module import side_modules
+    from .scope_tree import op_view
+    if profile.has()["modules"] and op_view(profile) is profile:
+        side_modules(profile, None, step)
+
+
+JOBS = {"steps": _steps, "api": _api, "kernels": _kernels, "breakdown": _breakdown, "tree": _tree,
+        "modules": _modules}
 # the derived-cache key each job's accessor stores its value under (tests/test_side_work.py
 # checks they agree with the accessors)
 _KEYS = {"steps": lambda: "side_steps", "tree": lambda: "optree",
          "api": lambda step=None: f"api_stats:{step}",
          "kernels": lambda step=None: f"kernel_stats:{step}",
+         "modules": lambda step=None: f"modules:{step}",
          "breakdown": lambda step=None, reference_compat=False: f"breakdown:{step}:{bool(reference_compat)}:{_top()}"}
 
 
