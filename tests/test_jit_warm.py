@@ -70,3 +70,43 @@ def test_the_preload_names_the_warm_module_only_when_asked():
     assert warm[-2:] == ["tb_compare_plugin.loaders.jit_preload", "tb_compare_plugin.service.forkserver_ready"]
     from tb_compare_plugin.loaders import jit_preload    # importing it loads the scanners here too
     jit_preload.warm()
+
+
+def test_the_preload_loads_without_the_refresh_only_while_it_loads():
+    from numba.core.caching import Cache
+    from tb_compare_plugin.loaders import jit_preload
+    own = Cache.__dict__["load_overload"]
+    with jit_preload._cache_loads_without_refresh():
+        assert Cache.__dict__["load_overload"] is not own
+    assert Cache.__dict__["load_overload"] is own
+
+
+_AFTER_PRELOAD = r"""
+import sys
+import numpy as np
+import tb_compare_plugin.service.forkserver_preload
+import tb_compare_plugin.loaders.jit_preload
+import tb_compare_plugin.service.forkserver_ready
+from tb_compare_plugin.loaders import ascend_fast, kineto_scan
+from tb_compare_plugin.model import jit
+assert kineto_scan.available() and ascend_fast.available() and jit.kernels(jit.IMPORT_ROWS) is not None
+status, n = kineto_scan.scan(np.frombuffer(b'[{"ph": "X", "ts": 2, "dur": 3}, {"ph": "i"}]', np.uint8))[:2]
+assert (status, n) == (kineto_scan.OK, 2), (status, n)
+import numba                       # a function compiled after the preload: numba's refresh runs then
+@numba.njit
+def f(a):
+    d = {}
+    for x in np.unique(a):
+        d[x] = np.sqrt(np.cumsum(np.sort(a)[::-1])[-1] * 1.0)
+    return len(d) + d[a[0]]
+assert f(np.array([3, 1, 3, 2])) == 3 + 3.0
+print("ok")
+"""
+
+
+def test_after_the_preload_the_loaded_functions_run_and_numba_still_compiles(tmp_path):
+    import subprocess
+    import sys
+    r = subprocess.run([sys.executable, "-c", _AFTER_PRELOAD], capture_output=True, text=True, timeout=300,
+                       env={**os.environ, "TB_COMPARE_TIMING": ""})
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr[-2000:]
