@@ -253,27 +253,37 @@ def _answer(args, opts, base, target, base_spec, target_spec, imports) -> int:
     from .presenters.json_encode import encode
     cmp = service.make_comparison(base, target, opts, base_spec, target_spec)
     mark("cli: comparison made")
-    for _who, path, w in load_warnings(cmp):      # what a loader dropped or guessed: one line each
-        print(f"warning: {path}: {' '.join(w.split())}", file=sys.stderr)
-    steps_job = _steps_beside(service, cmp, args)  # numpy-heavy: overlaps the overview
-    payload = service.overview(cmp)
-    steps = None
-    if steps_job is not None and (args.json or args.steps):
-        try:
-            steps = steps_job.result()
-        except Unusable as e:
-            raise CliError(e.message)
-    if args.json:
-        from .presenters.views import operator_table
-        payload = {**payload, "steps": steps, "operators": operator_table(cmp)}
-        write_output(args.json, encode(payload))
-        mark("cli: json written")
-    if args.xlsx:
-        try:
-            service.write_workbook(cmp, os.path.abspath(args.xlsx), sheets=selected_sheets(args))
-        except OSError as e:
-            raise CliError(f"cannot write {args.xlsx}: {e.strerror or e}")
-        mark("cli: xlsx written")
+    split = _split_workbook(args, cmp)          # before this tail starts a thread: it forks
+    try:
+        for _who, path, w in load_warnings(cmp):      # what a loader dropped or guessed: one line each
+            print(f"warning: {path}: {' '.join(w.split())}", file=sys.stderr)
+        if split is not None:
+            with _xlsx_errors(args):
+                split.prefix()
+        steps_job = _steps_beside(service, cmp, args)  # numpy-heavy: overlaps the overview
+        payload = service.overview(cmp)
+        steps = None
+        if steps_job is not None and (args.json or args.steps):
+            try:
+                steps = steps_job.result()
+            except Unusable as e:
+                raise CliError(e.message)
+        if args.json:
+            from .presenters.views import operator_table
+            payload = {**payload, "steps": steps, "operators": operator_table(cmp)}
+            write_output(args.json, encode(payload))
+            mark("cli: json written")
+        if args.xlsx:
+            with _xlsx_errors(args):
+                if split is not None:
+                    split.finish()
+                else:
+                    service.write_workbook(cmp, os.path.abspath(args.xlsx), sheets=selected_sheets(args))
+            mark("cli: xlsx written")
+    except BaseException:
+        if split is not None:
+            split.abort()
+        raise
     if not args.quiet and args.json != "-":
         print(overview_table(payload, wide=args.wide, color=sys.stdout.isatty()))
     if args.steps and args.json != "-":
@@ -283,6 +293,45 @@ def _answer(args, opts, base, target, base_spec, target_spec, imports) -> int:
     if _STATE["program"]:               # the program leaves without freeing any of it (main)
         _STATE["kept"] = (base, target, cmp, payload, steps)
     return EXIT_OK
+
+
+class _xlsx_errors:
+    """A workbook failure as the CLI's one line: "cannot write FILE: why"."""
+
+    def __init__(self, args) -> None:
+        self.path = args.xlsx
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, e, tb) -> bool:
+        if e is None:
+            return False
+        from .presenters.xlsx_split import WriterFailed
+        if isinstance(e, OSError):
+            raise CliError(f"cannot write {self.path}: {e.strerror or e}") from e
+        if isinstance(e, WriterFailed):
+            raise CliError(f"cannot write {self.path}: {e}") from e
+        return False
+
+
+def _split_workbook(args, cmp):
+    """The workbook made by this process and a forked one at once (``presenters.xlsx_split``),
+    or None: only the program itself (``main`` with its own arguments; ``TB_COMPARE_XLSX_SPLIT=1``
+    lets tests call it in-process), from the main thread, when a fork is possible and the operator
+    group is selected.  A fork that fails leaves the one-process writer."""
+    if not args.xlsx or threading.current_thread() is not threading.main_thread():
+        return None
+    from .presenters import xlsx_split
+    if not (_STATE["program"] or os.environ.get(xlsx_split.ENV) == "1"):
+        return None
+    sheets = selected_sheets(args)
+    if not xlsx_split.wanted(sheets):
+        return None
+    try:
+        return xlsx_split.SplitWorkbook(cmp, os.path.abspath(args.xlsx), sheets)
+    except OSError:
+        return None
 
 
 def _import_beside() -> threading.Thread:

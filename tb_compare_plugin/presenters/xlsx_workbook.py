@@ -302,7 +302,10 @@ def _notes(cmp, extra: list) -> list[str]:
 
 # ----------------------------------------------------------------------------- writing
 
-def _plan(cmp, sheets, notes: list) -> list[SheetData]:
+def plan_sheets(cmp, sheets, notes: list) -> list[SheetData]:
+    """The sheets of the engines in ``sheets`` (None = all), rows computed, in ``ENGINES`` order;
+    an engine that fails costs only its sheets, with a note in ``notes`` (a ValueError fails
+    the workbook)."""
     builders = {"overall": lambda: overall_sheets(cmp) + _host_overhead(cmp, notes), "communication": lambda: communication_sheets(cmp),
                 "operator": lambda: operator_sheets(cmp, notes), "memory": lambda: memory_sheets(cmp, notes),
                 "api": lambda: api_sheets(cmp), "kernel": lambda: kernel_sheets(cmp),
@@ -420,38 +423,58 @@ def write_book(target, n_rows: int, fill) -> list[str]:
     return list(book.sheet_names)
 
 
+def check_sheets(sheets):
+    """``sheets`` (engine / analysis names, None = all) as a set; ValueError naming unknown ones."""
+    if sheets is None:
+        return None
+    from ..analyses import analyses
+    sheets = set(sheets)
+    known = [*ENGINES, *(a.name for a in analyses("sheet"))]
+    unknown = sheets - set(known)
+    if unknown:
+        raise ValueError(f"unknown sheet group(s) {sorted(unknown)}; choose from {', '.join(known)}")
+    return sheets
+
+
 def write_workbook(cmp, target, sheets=None) -> list[str]:
     """Write the comparison workbook to ``target`` (a path, written atomically, or a binary
     file-like object).  ``sheets``: engine names to include (``ENGINES``; None = all).  Returns
     the names of the sheets written, in order."""
-    if sheets is not None:
-        from ..analyses import analyses
-        sheets = set(sheets)
-        known = [*ENGINES, *(a.name for a in analyses("sheet"))]
-        unknown = sheets - set(known)
-        if unknown:
-            raise ValueError(f"unknown sheet group(s) {sorted(unknown)}; choose from {', '.join(known)}")
+    sheets = check_sheets(sheets)
     with gc_paused():          # ~10^5 row lists, no cycles: collections cost ~10% of the time
         return _write(cmp, target, sheets)
 
 
-def _write(cmp, target, sheets) -> list[str]:
-    notes: list[str] = []
-    planned = _plan(cmp, sheets, notes)
-    by_name = {d.layout.name: d for d in planned}
+def labels(cmp) -> tuple[str, str]:
+    """The row-1 banners' texts of both sides."""
+    return (cmp.base_side.path or f"{cmp.base_side.run}/{cmp.base_side.worker}",
+            cmp.target_side.path or f"{cmp.target_side.run}/{cmp.target_side.worker}")
+
+
+def complete(cmp, sheets, by_name: dict, notes: list, any_rows: bool) -> list[SheetData]:
+    """After the engines' sheets are planned (``by_name``; ``any_rows``: whether any planned sheet
+    has rows): our Operators sheet into ``by_name``, the Summary's profile and notes blocks; the
+    analyses' sheets (written after ``ORDER``'s)."""
     for d in _operator_sheet(cmp, sheets, by_name, notes, set(ORDER) - {OPERATORS}):
         by_name[d.layout.name] = d
     extra = _analysis_sheets(cmp, sheets, notes, set(ORDER))
     summary = by_name.get(S.SUMMARY.name)
-    if summary is None and (not any(d.rows for d in planned) or notes):
+    if summary is None and (not any_rows or notes):
         summary = by_name[S.SUMMARY.name] = SheetData(S.SUMMARY, [])
     if summary is not None:
         summary.blocks.append((["Profile", "Baseline", "Target"], _side_info(cmp)))
         all_notes = _notes(cmp, notes)
         if all_notes:
             summary.blocks.append((["Notes"], [[n] for n in all_notes]))
-    base_label = cmp.base_side.path or f"{cmp.base_side.run}/{cmp.base_side.worker}"
-    target_label = cmp.target_side.path or f"{cmp.target_side.run}/{cmp.target_side.worker}"
+    return extra
+
+
+def _write(cmp, target, sheets) -> list[str]:
+    notes: list[str] = []
+    planned = plan_sheets(cmp, sheets, notes)
+    by_name = {d.layout.name: d for d in planned}
+    extra = complete(cmp, sheets, by_name, notes, any(d.rows for d in planned))
+    base_label, target_label = labels(cmp)
 
     def fill(book) -> None:
         sb = StyleBook(book.styles)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import queue
 import re
+import struct
 import threading
 import zipfile
 from datetime import datetime, timezone
@@ -76,6 +77,33 @@ class _PartWriter:
         fh, self._fh = self._fh, None
         if fh is not None:
             fh.close()
+
+    def copy_parts(self, src_names: tuple) -> None:
+        """Append the members ``names`` of the finished zip in the binary file ``src`` as they
+        are (their deflated bytes copied, not inflated and deflated again): the sheets another
+        process wrote (``xlsx_split``).  Relies on :mod:`zipfile`'s writer state (``start_dir``,
+        ``filelist``), which a test checks by reading the result back."""
+        src, names = src_names
+        src.seek(0)
+        z = self._zip
+        with zipfile.ZipFile(src) as zsrc:
+            for name in names:
+                info = zsrc.getinfo(name)
+                src.seek(info.header_offset)
+                head = struct.unpack(zipfile.structFileHeader, src.read(zipfile.sizeFileHeader))
+                src.seek(head[zipfile._FH_FILENAME_LENGTH] + head[zipfile._FH_EXTRA_FIELD_LENGTH], 1)
+                data = src.read(info.compress_size)
+                if len(data) != info.compress_size:
+                    raise OSError(f"the workbook part {name} is truncated")
+                with z._lock:
+                    z.fp.seek(z.start_dir)
+                    info.header_offset = z.start_dir
+                    z.fp.write(info.FileHeader())
+                    z.fp.write(data)
+                    z.start_dir = z.fp.tell()
+                    z.filelist.append(info)
+                    z.NameToInfo[name] = info
+                    z._didModify = True
 
     def finish(self, ok: bool = True) -> None:
         """Wait for every job; then raise a worker error (``ok``) or drop the open part."""
@@ -278,6 +306,11 @@ class Sheet:
         self._floats.clear()
 
 
+def _sheet_number(info) -> int:
+    m = re.fullmatch(r"xl/worksheets/sheet(\d+)\.xml", info.filename)
+    return int(m.group(1)) if m else 1 << 30
+
+
 class Workbook:
     """An xlsx package written to ``target`` (a path or a binary file-like object)."""
 
@@ -307,6 +340,26 @@ class Workbook:
                            autofilter)
         return self._open
 
+    def close_sheet(self) -> None:
+        """Close the open sheet (its last rows are queued for the zip)."""
+        if self._open is not None:
+            self._open.close()
+            self._open = None
+
+    def reserve(self, names: list) -> int:
+        """Count the sheets ``names`` another process writes (``xlsx_split``) as the next ones; the
+        position in the defined names where theirs go (:meth:`adopt`)."""
+        self.close_sheet()
+        self.sheet_names.extend(names)
+        return len(self._defined)
+
+    def adopt(self, src, parts: list, defined: list, at: int) -> None:
+        """Take the parts ``parts`` of the sheets :meth:`reserve` counted, from the finished zip in
+        the binary file ``src`` (their deflated bytes copied as they are), and their defined names
+        ``defined``, in place ``at``.  The caller sets the style registry those sheets left."""
+        self._defined[at:at] = defined
+        self._out.put(self._out.copy_parts, (src, parts))
+
     def discard(self) -> None:
         """Give up (after an error): release the zip without completing the package."""
         try:
@@ -324,6 +377,7 @@ class Workbook:
         if not n:
             raise ValueError("a workbook needs at least one sheet")
         z = self._zip
+        z.filelist.sort(key=_sheet_number)       # adopted sheets (``adopt``) in their place
         sheets_ct = "".join(f'<Override PartName="/xl/worksheets/sheet{i}.xml" '
                             f'ContentType="{_CT}.spreadsheetml.worksheet+xml"/>' for i in range(1, n + 1))
         z.writestr("[Content_Types].xml",

@@ -1,0 +1,315 @@
+"""The CLI's workbook written by two processes at once (``tb-compare --xlsx``; never the plugin's).
+
+After both sides are in, the CLI process is alone on the machine's cores; the workbook's
+operator or module sheets (the biggest engine and the biggest sheet XML: ``ModuleCompare``,
+``OperatorCompare``) are then made by a forked process while this one makes the JSON and the
+other sheets.  The workbook is the same, cell for cell and style for style, as
+:func:`.xlsx_workbook.write_workbook`'s:
+
+* sheets keep ``ORDER``: this process writes the sheets before the operator group
+  (``OverallMetrics``, ``CommunicationCompare``), then hands the style registry and the sheet
+  count to the child (message A); the child writes its sheets as the next ones into a zip of
+  its own (an unnamed temporary file) and hands back its sheet names, defined names, notes and
+  the registry it left (message B); this process then writes the rest of the sheets with that
+  registry, copies the child's deflated parts into the workbook as they are
+  (``Workbook.adopt``), and closes it;
+* the Summary's notes come in ``ENGINES`` order whichever process met them.
+
+Only ``fork`` on Linux, from the CLI's main thread before its tail starts any thread of its own
+(``cli._answer``).  The child restores the default SIGINT / SIGTERM, dies with its parent
+(``PR_SET_PDEATHSIG``), and leaves with ``os._exit`` (no exit hooks: they are the parent's).
+A failure in the child comes back as :class:`WriterFailed` (a ValueError as a ValueError, as
+the one-process writer raises it); the target is written under a temporary name and renamed
+only once everything is in, so a failure never leaves a half-written workbook.
+"""
+from __future__ import annotations
+
+import os
+import pickle
+import signal
+import struct
+import sys
+import tempfile
+
+from ..gcpause import gc_paused
+from ..timing import mark
+from . import xlsx_style as S
+from .xlsx_style import StyleBook, write_sheet
+from .xlsx_workbook import (ENGINES, ORDER, check_sheets, complete, labels, open_target, plan_sheets)
+from .xlsx_writer import Workbook
+
+PREFIX = ("overall", "communication")          # this process, before the child's sheets
+CHILD = ("operator",)                          # the child
+REST = ("memory", "api", "kernel", "steps")    # this process, after the child's sheets
+_FIRST = (S.OVERALL.name, S.COMMUNICATION.name)     # the sheets written before the child's
+ENV = "TB_COMPARE_XLSX_SPLIT"                  # "0": never split
+
+
+class WriterFailed(Exception):
+    """The workbook's child process failed (its one-line reason)."""
+
+
+def wanted(sheets) -> bool:
+    """Whether a split pays and may run: a fork-capable Linux, not turned off, and the operator
+    group selected (``sheets``: the CLI's selection, None = all)."""
+    return (sys.platform.startswith("linux") and hasattr(os, "fork") and os.environ.get(ENV) != "0"
+            and (sheets is None or "operator" in sheets))
+
+
+def _send(fd: int, obj) -> None:
+    data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    data = struct.pack("<Q", len(data)) + data
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def _recv(fd: int):
+    """The next message, or None when the other end closed without one."""
+    def read(n: int) -> bytes | None:
+        parts, got = [], 0
+        while got < n:
+            b = os.read(fd, n - got)
+            if not b:
+                return None
+            parts.append(b)
+            got += len(b)
+        return b"".join(parts)
+    head = read(8)
+    if head is None:
+        return None
+    body = read(struct.unpack("<Q", head)[0])
+    return None if body is None else pickle.loads(body)
+
+
+def _die_with_parent(parent: int) -> None:
+    try:
+        import ctypes
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)      # PR_SET_PDEATHSIG
+    except Exception:  # noqa: BLE001 - best effort: the parent also kills it when it gives up
+        pass
+    if os.getppid() != parent:
+        os._exit(1)
+
+
+class SplitWorkbook:
+    """One workbook, two processes.  ``SplitWorkbook(cmp, target, sheets)`` forks the child at
+    once; :meth:`prefix` writes the first sheets and lets the child go on (call it early);
+    :meth:`finish` writes the rest and closes the workbook (the names of the sheets written);
+    :meth:`abort` stops the child and removes what was written.  ``target``: a path."""
+
+    def __init__(self, cmp, target: str, sheets=None) -> None:
+        self.cmp, self.sheets = cmp, check_sheets(sheets)
+        self._part = tempfile.TemporaryFile(prefix="tbc-xlsx-part-")
+        self._fh, self._finish = open_target(os.fspath(target))
+        self.book = self._sb = None
+        self._notes_first: list = []
+        self._by_name: dict = {}
+        a_r, a_w = os.pipe()
+        b_r, b_w = os.pipe()
+        parent = os.getpid()
+        pid = os.fork()
+        if pid == 0:                                            # the child: never returns
+            os.close(a_w)
+            os.close(b_r)
+            _child(cmp, self.sheets, self._part, a_r, b_w, parent)
+        os.close(a_r)
+        os.close(b_w)
+        self.pid, self._a, self._b = pid, a_w, b_r
+
+    def _group(self, engines) -> set:
+        return {e for e in engines if self.sheets is None or e in self.sheets}
+
+    def prefix(self) -> None:
+        """The sheets before the child's, then message A (the child waits for it)."""
+        try:
+            with gc_paused():
+                planned = plan_sheets(self.cmp, self._group(PREFIX), self._notes_first)
+                self._by_name = {d.layout.name: d for d in planned}
+                self.book = Workbook(self._fh, compresslevel=6)
+                self._sb = StyleBook(self.book.styles)
+                base_label, target_label = labels(self.cmp)
+                for name in _FIRST:
+                    d = self._by_name.get(name)
+                    if d is not None and (d.rows or d.blocks):
+                        write_sheet(self.book, self._sb, d, base_label, target_label)
+                self.book.close_sheet()
+            try:
+                _send(self._a, (self.book.styles, self._sb._cache, list(self.book.sheet_names)))
+            except BrokenPipeError:             # the child is gone: its own reason, if it gave one
+                self._answer()
+                raise WriterFailed("the workbook's second process stopped early")
+            mark("xlsx: first sheets written")
+        except BaseException:
+            self.abort()
+            raise
+        finally:
+            if self._a is not None:
+                os.close(self._a)
+                self._a = None
+
+    def finish(self) -> list[str]:
+        try:
+            with gc_paused():
+                return self._finish_book()
+        except BaseException:
+            self.abort()
+            raise
+
+    def _finish_book(self) -> list[str]:
+        if self._a is not None:
+            self.prefix()
+        cmp, book, sb = self.cmp, self.book, self._sb
+        notes_rest: list = []
+        planned = plan_sheets(cmp, self._group(REST), notes_rest)
+        msg = self._answer()
+        _, names, styles, cache, notes_child, planned_child, any_child = msg
+        mark("xlsx: child's sheets counted")
+        book.styles = sb.styles = styles
+        sb._cache = cache
+        first = len(book.sheet_names)
+        at = book.reserve(names)
+        by_name = dict(self._by_name)
+        by_name.update({d.layout.name: d for d in planned})
+        by_name.update({name: None for name in planned_child})     # the child's: written there
+        notes = self._notes_first + notes_child + notes_rest
+        extra = complete(cmp, self.sheets, by_name, notes,
+                         any_child or any(d is not None and d.rows for d in by_name.values()))
+        base_label, target_label = labels(cmp)
+        written = set(_FIRST)
+        for d in [by_name.get(name) for name in ORDER if name not in written] + extra:
+            if d is not None and (d.rows or d.blocks):
+                write_sheet(book, sb, d, base_label, target_label)
+        book.close_sheet()
+        _, defined = self._answer()
+        mark("xlsx: child's sheets in")
+        book.adopt(self._part, [f"xl/worksheets/sheet{i}.xml" for i in range(first + 1, first + len(names) + 1)],
+                   defined, at)
+        book.close()
+        self._reap()                    # gone by now (it left right after message B)
+        self._part.close()
+        self._finish(True)
+        return list(book.sheet_names)
+
+    def _answer(self) -> tuple:
+        """The child's next message; its failure raised (a ValueError as a ValueError)."""
+        msg = _recv(self._b)
+        if msg is None or msg[0] == "error":
+            self._reap()
+        if msg is None:
+            raise WriterFailed("the workbook's second process ended without an answer")
+        if msg[0] == "error":
+            kind, text = msg[1], msg[2]
+            if kind == "ValueError":
+                raise ValueError(text)
+            raise WriterFailed(f"{kind}: {text}" if text else kind)
+        return msg
+
+    def _reap(self) -> None:
+        """Wait for the child; a death by signal is a failure even after an answer."""
+        if self.pid is None:
+            return
+        pid, self.pid = self.pid, None
+        _, status = os.waitpid(pid, 0)
+        if os.WIFSIGNALED(status):
+            raise WriterFailed(f"the workbook's second process was killed by signal {os.WTERMSIG(status)}")
+
+    def abort(self) -> None:
+        """Stop the child (if still there) and remove what was written."""
+        if self.pid is not None:
+            pid, self.pid = self.pid, None
+            try:
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+            except OSError:
+                pass
+        for fd in (self._a, self._b):
+            if fd is not None:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+        self._a = self._b = None
+        if self.book is not None:
+            self.book.discard()
+        else:
+            try:
+                if not isinstance(self._fh, str):
+                    self._fh.close()
+            except OSError:
+                pass
+        self._finish(False)
+        try:
+            self._part.close()
+        except OSError:
+            pass
+
+
+class _DrySheet:
+    def row(self, *_a) -> None:
+        pass
+
+    rows = row
+
+
+class _DryBook:
+    """What ``write_sheet`` needs of a workbook, writing nothing: the styles its sheets register."""
+
+    def __init__(self) -> None:
+        self.sheet_names: list = []
+
+    def add_sheet(self, name, *_a, **_k) -> _DrySheet:
+        self.sheet_names.append(name)
+        return _DrySheet()
+
+
+def _child(cmp, sheets, part, a_r: int, b_w: int, parent: int) -> None:
+    """The forked process: the operator group's sheets into ``part``, between messages A and B."""
+    code = 1
+    try:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, signal.SIG_DFL)
+        _die_with_parent(parent)
+        with gc_paused():
+            notes: list = []
+            group = {e for e in CHILD if sheets is None or e in sheets}
+            planned = plan_sheets(cmp, group, notes)
+            mark("xlsx child: rows built")
+            got = _recv(a_r)
+            if got is None:                     # the parent gave up
+                os._exit(1)
+            styles, cache, names = got
+            book = Workbook(part, compresslevel=1 if sum(len(d.rows) for d in planned) > 50_000 else 6)
+            book.styles = styles
+            book.sheet_names = list(names)
+            sb = StyleBook(styles)
+            sb._cache = cache
+            base_label, target_label = labels(cmp)
+            order = {name: i for i, name in enumerate(ORDER)}
+            mine = [d for d in sorted(planned, key=lambda d: order.get(d.layout.name, len(order)))
+                    if d.rows or d.blocks]
+            dry = _DryBook()
+            for d in mine:                      # the styles the sheets register, in order (no XML)
+                write_sheet(dry, sb, d, base_label, target_label)
+            _send(b_w, ("ok", dry.sheet_names, book.styles, sb._cache, notes,
+                        [d.layout.name for d in planned], any(d.rows for d in planned)))
+            for d in mine:
+                write_sheet(book, sb, d, base_label, target_label)
+            if mine:
+                book.close()
+            else:
+                book.discard()
+            part.flush()
+            _send(b_w, ("ok", list(book._defined)))
+            mark("xlsx child: sheets written")
+        code = 0
+    except BaseException as e:  # noqa: BLE001 - every failure goes back as one line
+        try:
+            _send(b_w, ("error", type(e).__name__, " ".join(str(e).split())))
+        except BaseException:  # noqa: BLE001
+            pass
+    finally:
+        os._exit(code)
+
+
+__all__ = ["ENGINES", "SplitWorkbook", "WriterFailed", "wanted"]

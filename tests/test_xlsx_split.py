@@ -1,0 +1,105 @@
+"""`tb-compare --xlsx` with the workbook made by two processes (``presenters.xlsx_split``): the
+same workbook and JSON as the one-process writer, and a failure of the forked process is the
+CLI's one-line error with no workbook (or temporary file) left behind."""
+from __future__ import annotations
+
+import os
+import zipfile
+
+import pytest
+
+from cli_inproc import run_cli
+from conftest import SAMPLES, needs_samples
+from tb_compare_plugin.presenters import xlsx_split
+
+PAIRS = [("baseline_gpu", "target_npu"), ("target_npu", "target_npu_v2")]
+
+
+def _run(tmp_path, base, target, split: str, tag: str, *extra):
+    out = tmp_path / tag
+    out.mkdir()
+    r = run_cli(SAMPLES / base, SAMPLES / target, "--no-cache", "--quiet", "--json", out / "o.json",
+                "--xlsx", out / "o.xlsx", *extra, env={xlsx_split.ENV: split})
+    return r, out
+
+
+def _members(path) -> tuple[list, dict]:
+    with zipfile.ZipFile(path) as z:
+        assert z.testzip() is None
+        return z.namelist(), {n: z.read(n) for n in z.namelist() if n != "docProps/core.xml"}
+
+
+@pytest.fixture
+def count_splits(monkeypatch):
+    calls = []
+    real = xlsx_split.SplitWorkbook.finish
+
+    def finish(self):
+        calls.append(self.pid)
+        return real(self)
+    monkeypatch.setattr(xlsx_split.SplitWorkbook, "finish", finish)
+    return calls
+
+
+@needs_samples
+@pytest.mark.parametrize("base,target", PAIRS)
+def test_split_workbook_is_the_one_process_workbook(tmp_path, base, target, count_splits):
+    r1, one = _run(tmp_path, base, target, "0", "one")
+    assert r1.returncode == 0, r1.stderr
+    assert not count_splits
+    r2, two = _run(tmp_path, base, target, "1", "two")
+    assert r2.returncode == 0, r2.stderr
+    assert len(count_splits) == 1 and count_splits[0] is not None       # it did fork
+    assert r2.stderr == r1.stderr
+    names1, parts1 = _members(one / "o.xlsx")
+    names2, parts2 = _members(two / "o.xlsx")
+    assert names2 == names1                                 # the parts in the same order ...
+    assert parts2 == parts1                                 # ... and byte for byte the same
+    assert (two / "o.json").read_bytes() == (one / "o.json").read_bytes()
+    assert sorted(os.listdir(two)) == ["o.json", "o.xlsx"]
+
+
+@needs_samples
+@pytest.mark.parametrize("how", ["raise", "killed"])
+def test_child_failure_is_one_line_and_leaves_no_workbook(tmp_path, monkeypatch, how):
+    parent = os.getpid()
+    real = xlsx_split.plan_sheets
+
+    def plan(cmp, engines, notes):
+        if os.getpid() != parent:                       # only in the forked process
+            if how == "raise":
+                raise RuntimeError("disk on fire")
+            os.kill(os.getpid(), 9)
+        return real(cmp, engines, notes)
+    monkeypatch.setattr(xlsx_split, "plan_sheets", plan)
+    r, out = _run(tmp_path, "target_npu", "target_npu_v2", "1", "fail")
+    assert r.returncode == 1
+    err = r.stderr.strip()
+    assert len(err.splitlines()) == 1 and "Traceback" not in err, err
+    want = "RuntimeError: disk on fire" if how == "raise" else "killed by signal 9"
+    assert err.startswith(f"tb-compare: error: cannot write {out / 'o.xlsx'}: ") and want in err, err
+    assert set(os.listdir(out)) <= {"o.json"}               # no workbook, no temporary file
+
+
+@needs_samples
+def test_value_error_in_the_child_is_the_one_process_message(tmp_path, monkeypatch):
+    parent = os.getpid()
+    real = xlsx_split.plan_sheets
+
+    def plan(cmp, engines, notes):
+        if os.getpid() != parent:
+            raise ValueError("these steps cannot be compared")
+        return real(cmp, engines, notes)
+    monkeypatch.setattr(xlsx_split, "plan_sheets", plan)
+    r, out = _run(tmp_path, "target_npu", "target_npu_v2", "1", "bad")
+    assert r.returncode == 1
+    assert r.stderr.strip() == "tb-compare: error: these steps cannot be compared"
+    assert set(os.listdir(out)) <= {"o.json"}
+
+
+@needs_samples
+def test_no_split_without_the_operator_sheets(tmp_path, count_splits):
+    r, out = _run(tmp_path, "target_npu", "target_npu_v2", "1", "mem", "--enable-memory-compare")
+    assert r.returncode == 0, r.stderr
+    assert not count_splits
+    assert zipfile.ZipFile(out / "o.xlsx").testzip() is None
