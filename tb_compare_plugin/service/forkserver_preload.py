@@ -9,15 +9,18 @@ from __future__ import annotations
 
 import gc
 
+from ..timing import mark
+
 gc.disable()
+mark("fork server: preload start")
 
 import numpy  # noqa: E402,F401
 import pandas  # noqa: E402,F401
 import msgspec  # noqa: E402,F401
 
+mark("fork server: libraries imported")
 from .. import cache  # noqa: E402,F401
 from ..formats import registry  # noqa: E402
-from ..timing import mark  # noqa: E402
 
 
 def _load_formats() -> None:
