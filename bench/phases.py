@@ -5,7 +5,8 @@
     python -m bench.phases --baseline B --target T          # any two profiles
 
 Each run is ``tb-compare B T --no-cache --json --xlsx`` with an empty cache folder, like the
-``cli`` phase of ``run_bench``; the inputs are read once first (a warm page cache).  Prints, per
+``cli`` phase of ``run_bench``; the inputs are read once first (a warm page cache) and the package's
+modules byte-compiled (as an installed package is).  Prints, per
 run, the wall time, the summed peak RSS of the process tree and every mark as seconds after
 launch, then the median of each mark over the runs.
 """
@@ -21,7 +22,7 @@ import time
 from pathlib import Path
 
 from . import proc
-from .run_bench import _warm_page_cache
+from .run_bench import _compile_package, _warm_page_cache
 
 BENCH_DIR = Path(os.environ.get("TB_COMPARE_BENCH_DIR", "/tmp/tb_compare_bench"))
 
@@ -56,6 +57,7 @@ def main(argv=None) -> int:
     base = a.baseline or BENCH_DIR / a.pair / "baseline"
     target = a.target or BENCH_DIR / a.pair / "target"
     _warm_page_cache(base, target)
+    _compile_package()
     walls, by_label = [], {}
     for i in range(a.runs):
         r, rows = one_run(base, target, a.extra)
