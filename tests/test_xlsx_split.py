@@ -65,12 +65,12 @@ def test_child_failure_is_one_line_and_leaves_no_workbook(tmp_path, monkeypatch,
     parent = os.getpid()
     real = xlsx_split.plan_sheets
 
-    def plan(cmp, engines, notes):
+    def plan(cmp, engines, notes, *groups):
         if os.getpid() != parent:                       # only in the forked process
             if how == "raise":
                 raise RuntimeError("disk on fire")
             os.kill(os.getpid(), 9)
-        return real(cmp, engines, notes)
+        return real(cmp, engines, notes, *groups)
     monkeypatch.setattr(xlsx_split, "plan_sheets", plan)
     r, out = _run(tmp_path, "target_npu", "target_npu_v2", "1", "fail")
     assert r.returncode == 1
@@ -86,10 +86,10 @@ def test_value_error_in_the_child_is_the_one_process_message(tmp_path, monkeypat
     parent = os.getpid()
     real = xlsx_split.plan_sheets
 
-    def plan(cmp, engines, notes):
+    def plan(cmp, engines, notes, *groups):
         if os.getpid() != parent:
             raise ValueError("these steps cannot be compared")
-        return real(cmp, engines, notes)
+        return real(cmp, engines, notes, *groups)
     monkeypatch.setattr(xlsx_split, "plan_sheets", plan)
     r, out = _run(tmp_path, "target_npu", "target_npu_v2", "1", "bad")
     assert r.returncode == 1
@@ -103,3 +103,23 @@ def test_no_split_without_the_operator_sheets(tmp_path, count_splits):
     assert r.returncode == 0, r.stderr
     assert not count_splits
     assert zipfile.ZipFile(out / "o.xlsx").testzip() is None
+
+
+@needs_samples
+def test_a_failed_memory_engine_costs_the_same_sheets(tmp_path, monkeypatch, count_splits):
+    """The memory tables are the child's, its peak and curve sheets this process's: when the
+    memory engine fails, neither process writes any of them, and the Summary says so once."""
+    from tb_compare_plugin.presenters import xlsx_workbook
+
+    def broken(cmp):
+        raise RuntimeError("no memory today")
+    monkeypatch.setattr(xlsx_workbook, "memory_tables", broken)
+    r1, one = _run(tmp_path, "target_npu", "target_npu_v2", "0", "one")
+    r2, two = _run(tmp_path, "target_npu", "target_npu_v2", "1", "two")
+    assert r1.returncode == r2.returncode == 0
+    assert len(count_splits) == 1
+    names1, parts1 = _members(one / "o.xlsx")
+    names2, parts2 = _members(two / "o.xlsx")
+    assert names2 == names1 and parts2 == parts1
+    assert b"no memory today" in parts1["xl/workbook.xml"] + b"".join(parts1.values())
+    assert b"MemoryPeak" not in parts1["xl/workbook.xml"]

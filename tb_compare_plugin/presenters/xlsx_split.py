@@ -39,9 +39,10 @@ from .xlsx_workbook import (ENGINES, ORDER, check_sheets, complete, labels, open
 from .xlsx_writer import Workbook
 
 PREFIX = ("overall", "communication")          # this process, before the child's sheets
-CHILD = ("operator",)                          # the child
-REST = ("memory", "api", "kernel", "steps")    # this process, after the child's sheets
+CHILD = ("operator", "memory:tables")          # the child
+REST = ("memory:extras", "api", "kernel", "steps")      # this process, after the child's sheets
 _FIRST = (S.OVERALL.name, S.COMMUNICATION.name)     # the sheets written before the child's
+_EXTRAS = (S.MEMORY_PEAK.name, S.MEMORY_CURVE.name)     # planned here, written only with the child's memory tables
 ENV = "TB_COMPARE_XLSX_SPLIT"                  # "0": never split
 
 
@@ -117,14 +118,12 @@ class SplitWorkbook:
         os.close(b_w)
         self.pid, self._a, self._b = pid, a_w, b_r
 
-    def _group(self, engines) -> set:
-        return {e for e in engines if self.sheets is None or e in self.sheets}
 
     def prefix(self) -> None:
         """The sheets before the child's, then message A (the child waits for it)."""
         try:
             with gc_paused():
-                planned = plan_sheets(self.cmp, self._group(PREFIX), self._notes_first)
+                planned = plan_sheets(self.cmp, self.sheets, self._notes_first, PREFIX)
                 self._by_name = {d.layout.name: d for d in planned}
                 self.book = Workbook(self._fh, compresslevel=6)
                 self._sb = StyleBook(self.book.styles)
@@ -161,9 +160,14 @@ class SplitWorkbook:
             self.prefix()
         cmp, book, sb = self.cmp, self.book, self._sb
         notes_rest: list = []
-        planned = plan_sheets(cmp, self._group(REST), notes_rest)
+        planned = plan_sheets(cmp, self.sheets, notes_rest, REST[:1])
+        notes_extras = len(notes_rest)                  # memory:extras' notes come first
+        planned += plan_sheets(cmp, self.sheets, notes_rest, REST[1:])
         msg = self._answer()
         _, names, styles, cache, notes_child, planned_child, any_child = msg
+        if S.MEMORY_STATS.name not in planned_child:    # no memory group (failed or not asked for)
+            planned = [d for d in planned if d.layout.name not in _EXTRAS]
+            del notes_rest[:notes_extras]
         mark("xlsx: child's sheets counted")
         book.styles = sb.styles = styles
         sb._cache = cache
@@ -272,8 +276,7 @@ def _child(cmp, sheets, part, a_r: int, b_w: int, parent: int) -> None:
         _die_with_parent(parent)
         with gc_paused():
             notes: list = []
-            group = {e for e in CHILD if sheets is None or e in sheets}
-            planned = plan_sheets(cmp, group, notes)
+            planned = plan_sheets(cmp, sheets, notes, CHILD)
             mark("xlsx child: rows built")
             got = _recv(a_r)
             if got is None:                     # the parent gave up

@@ -201,9 +201,19 @@ def operator_sheets(cmp, notes: list) -> list[SheetData]:
 
 
 def memory_sheets(cmp, notes: list) -> list[SheetData]:
+    return memory_tables(cmp) + memory_extras(cmp, notes)
+
+
+def memory_tables(cmp) -> list[SheetData]:
+    """MemoryCompareStatistic, MemoryCompare (the memory engine failing fails the memory group)."""
     res = cmp.memory()
-    out = [_checked(R.memory_compare_statistic_rows(res), S.MEMORY_STATS),
-           _checked(R.memory_compare_rows(res), S.MEMORY)]
+    return [_checked(R.memory_compare_statistic_rows(res), S.MEMORY_STATS),
+            _checked(R.memory_compare_rows(res), S.MEMORY)]
+
+
+def memory_extras(cmp, notes: list) -> list[SheetData]:
+    """MemoryPeak, MemoryCurve: each one's failure costs that sheet only, with a note."""
+    out = []
     for fn in (memory_peak_sheet, memory_curve_sheet):
         try:
             out.append(fn(cmp))
@@ -302,20 +312,23 @@ def _notes(cmp, extra: list) -> list[str]:
 
 # ----------------------------------------------------------------------------- writing
 
-def plan_sheets(cmp, sheets, notes: list) -> list[SheetData]:
+def plan_sheets(cmp, sheets, notes: list, groups=ENGINES) -> list[SheetData]:
     """The sheets of the engines in ``sheets`` (None = all), rows computed, in ``ENGINES`` order;
     an engine that fails costs only its sheets, with a note in ``notes`` (a ValueError fails
-    the workbook)."""
+    the workbook).  ``groups``: the engines to plan (``"memory:tables"`` / ``"memory:extras"``:
+    that half of the memory group; ``xlsx_split``)."""
     builders = {"overall": lambda: overall_sheets(cmp) + _host_overhead(cmp, notes), "communication": lambda: communication_sheets(cmp),
                 "operator": lambda: operator_sheets(cmp, notes), "memory": lambda: memory_sheets(cmp, notes),
+                "memory:tables": lambda: memory_tables(cmp), "memory:extras": lambda: memory_extras(cmp, notes),
                 "api": lambda: api_sheets(cmp), "kernel": lambda: kernel_sheets(cmp),
                 "steps": lambda: steps_sheets(cmp, notes)}
     planned: list[SheetData] = []
-    for eng in ENGINES:
+    for group in groups:
+        eng = group.split(":")[0]
         if sheets is not None and eng not in sheets:
             continue
         try:
-            planned.extend(builders[eng]())
+            planned.extend(builders[group]())
         except ValueError:
             raise
         except Exception as e:             # one engine must not cost the rest of the workbook
