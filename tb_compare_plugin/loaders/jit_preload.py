@@ -15,8 +15,24 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 
 from ..timing import mark
+
+
+def _import_numba() -> None:
+    """Import numba (without yaml when no ``.numba_config.yaml`` is there to read); an import that
+    fails is left for the loaders to meet and report."""
+    hide = "yaml" not in sys.modules and not os.path.exists(".numba_config.yaml")
+    if hide:
+        sys.modules["yaml"] = None          # numba's config: "import yaml" fails, _HAVE_YAML False
+    try:
+        import numba  # noqa: F401
+    except Exception:  # noqa: BLE001 - the scanners' own import says what fails
+        pass
+    finally:
+        if hide and sys.modules.get("yaml", 0) is None:
+            del sys.modules["yaml"]
 
 
 @contextlib.contextmanager
@@ -53,6 +69,7 @@ def warm() -> None:
     d = jit.cache_dir()
     if d and "NUMBA_CACHE_DIR" not in os.environ:   # before numba's first import, which reads it
         os.environ["NUMBA_CACHE_DIR"] = d
+    _import_numba()
     with _cache_loads_without_refresh():
         for step in (kineto_scan.available, kineto_plan.warm, ascend_fast.available,
                      lambda: jit.kernels(jit.IMPORT_ROWS)):
