@@ -111,7 +111,11 @@ def _fixed_point(text: str, n: int, width: int):
         buf = text.encode("ascii")
     except UnicodeEncodeError:
         return None
-    m = np.frombuffer(buf, dtype=np.uint8).reshape(n, width + 1)
+    return fixed_point_rows(np.frombuffer(buf, dtype=np.uint8).reshape(n, width + 1), width)
+
+
+def fixed_point_rows(m: np.ndarray, width: int):
+    """:func:`_fixed_point` of its rows as an (n, width + 1) byte matrix."""
     tab = width >= 6 and m[0, width - 1] == 9
     ndig = width - 1 - tab
     if not 4 <= ndig <= 19:

@@ -26,6 +26,7 @@ from ..model import KIND_COMM, KIND_COMPUTE, KIND_MEMCPY, KIND_OTHER, ProfileMet
 from ..model.keys import value_at_key
 from .ascend_columns import (Texts, as_objects, innermost_ops, intern, ints, objects,  # noqa: F401
                              per_distinct, plain_text, plain_texts, ts_ns)  # (ints, plain_texts, ts_ns: re-exported)
+from . import csv_simple
 from .errors import LoadError
 from .regular import open_regular
 
@@ -226,42 +227,55 @@ def _int(a: np.ndarray) -> np.ndarray:
 
 def read_operator_memory(path: str, warnings: list[str]) -> dict | None:
     """operator_memory.csv -> name (object), bytes, alloc_ns, release_ns, device (int64)."""
-    df = read_csv(path, ["Name", "Allocation Time(us)"], ["Size(KB)", "Release Time(us)", "Device Type"],
-                  warnings, floats=["Size(KB)"])
-    if df is None:
-        return None
-    kb = num(df, "Size(KB)")
-    alloc = ns(df, "Allocation Time(us)")
+    got = csv_simple.read(path, {"Name": "text", "Allocation Time(us)": "ts", "Size(KB)": "float",
+                                 "Release Time(us)": "ts", "Device Type": "text"})
+    if got is not None:         # a plain file (no quotes, every column there): the same values
+        name, kb, alloc, release, dev = (got["Name"], got["Size(KB)"], got["Allocation Time(us)"],
+                                         got["Release Time(us)"], got["Device Type"])
+        has_kb = True
+    else:
+        df = read_csv(path, ["Name", "Allocation Time(us)"], ["Size(KB)", "Release Time(us)", "Device Type"],
+                      warnings, floats=["Size(KB)"])
+        if df is None:
+            return None
+        name, kb, alloc = text(df, "Name"), num(df, "Size(KB)"), ns(df, "Allocation Time(us)")
+        release, dev, has_kb = ns(df, "Release Time(us)"), text(df, "Device Type"), "Size(KB)" in df.columns
     _count_bad(warnings, path, alloc < 0, "'Allocation Time(us)'", "kept without an allocation time")
-    _count_bad(warnings, path, ~np.isfinite(kb) if "Size(KB)" in df.columns else np.zeros(0, bool), "'Size(KB)'",
+    _count_bad(warnings, path, ~np.isfinite(kb) if has_kb else np.zeros(0, bool), "'Size(KB)'",
                "kept with an unknown size")
     return {
-        "name": text(df, "Name"),
+        "name": name,
         "bytes": _int(np.rint(kb * 1024.0)),
         "alloc_ns": alloc,
-        "release_ns": ns(df, "Release Time(us)"),
-        "device": device_index(text(df, "Device Type")),
+        "release_ns": release,
+        "device": device_index(dev),
         "size_kb": kb,
     }
 
 
 def read_memory_record(path: str, warnings: list[str]) -> dict | None:
     """memory_record.csv -> ts_ns, component (object), device, *_bytes (float, NaN when empty)."""
-    df = read_csv(path, ["Timestamp(us)"],
-                  ["Component", "Total Allocated(MB)", "Total Reserved(MB)", "Total Active(MB)", "Device Type"],
-                  warnings, floats=["Total Allocated(MB)", "Total Reserved(MB)", "Total Active(MB)"])
-    if df is None:
-        return None
+    sizes = ("Total Allocated(MB)", "Total Reserved(MB)", "Total Active(MB)")
+    got = csv_simple.read(path, {"Timestamp(us)": "ts", "Component": "text", "Device Type": "text",
+                                 **{c: "float" for c in sizes}})
+    if got is not None:         # a plain file (no quotes, every column there): the same values
+        ts, comp, dev = got["Timestamp(us)"], got["Component"], got["Device Type"]
+        alloc, res, act = (got[c] for c in sizes)
+    else:
+        df = read_csv(path, ["Timestamp(us)"], ["Component", *sizes, "Device Type"], warnings, floats=sizes)
+        if df is None:
+            return None
+        ts, comp, dev = ns(df, "Timestamp(us)"), text(df, "Component"), text(df, "Device Type")
+        alloc, res, act = (num(df, c) for c in sizes)
     mb = 1024.0 * 1024.0
-    ts = ns(df, "Timestamp(us)")
     _count_bad(warnings, path, ts < 0, "'Timestamp(us)'", "kept with an unknown time")
     return {
         "ts_ns": ts,
-        "component": text(df, "Component"),
-        "device": device_index(text(df, "Device Type")),
-        "allocated_bytes": num(df, "Total Allocated(MB)") * mb,
-        "reserved_bytes": num(df, "Total Reserved(MB)") * mb,
-        "active_bytes": num(df, "Total Active(MB)") * mb,
+        "component": comp,
+        "device": device_index(dev),
+        "allocated_bytes": alloc * mb,
+        "reserved_bytes": res * mb,
+        "active_bytes": act * mb,
     }
 
 

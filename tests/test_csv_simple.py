@@ -1,0 +1,116 @@
+"""loaders/csv_simple.py: the numpy reader of the plain Ascend memory CSVs gives exactly the
+columns, warnings and errors the pandas reading gives, and leaves every file it does not read
+exactly to pandas."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tb_compare_plugin.loaders import ascend_csv, csv_simple
+from tb_compare_plugin.loaders.errors import LoadError
+
+from conftest import CORPUS, SAMPLES
+
+MR_HEAD = "Component,Timestamp(us),Total Allocated(MB),Total Reserved(MB),Total Active(MB),Stream Ptr,Device Type"
+MR_ROWS = ["APP,1736408883573957.920\t,,2109.6015625,,,NPU:0",
+           "PTA,1736408883593933.920\t,954.3701171875,1452.0,954.3701171875,897357296,NPU:0",
+           "PTA+GE,1736408883593934.001\t,N/A,-3.5,0.1,897357296,NPU:0",
+           "GE,1736408883593935.120\t,00.25,7,123456789012345,1,NPU:1"]
+OM_HEAD = ("Name,Size(KB),Allocation Time(us),Release Time(us),Active Release Time(us),Duration(us),"
+           "Stream Ptr,Device Type")
+OM_ROWS = ["aten::empty_strided,18816.5,1736408883694624.810\t,,,,897357296,NPU:0",
+           "aten::add,0.5,1736408883694625.810\t,1736408883694626.000\t,,,897357296,NPU:0",
+           "cann::x,N/A,1736408883694627.810\t,1736408883694628.000\t,,,1,NPU:0"]
+
+
+def _same(a, b) -> None:
+    assert (a is None) == (b is None)
+    if a is None:
+        return
+    assert set(a) == set(b)
+    for k in a:
+        x, y = np.asarray(a[k]), np.asarray(b[k])
+        assert x.dtype == y.dtype and x.shape == y.shape, k
+        if x.dtype == object:
+            assert list(x) == list(y), k
+        else:
+            assert np.array_equal(x, y, equal_nan=True), k
+            if x.dtype.kind == "f":
+                assert (np.signbit(x) == np.signbit(y)).all(), k
+
+
+def _both(path, monkeypatch):
+    """(fast result or error, warnings, pandas result or error, warnings, whether the fast reader took it)."""
+    fn = ascend_csv.read_memory_record if "record" in path.name else ascend_csv.read_operator_memory
+    out, took, real = [], [], csv_simple.read
+    for off in (False, True):
+        monkeypatch.setattr(csv_simple, "read", (lambda *a, **k: None) if off else
+                            (lambda *a, **k: took.append(real(*a, **k)) or took[-1]))
+        w: list = []
+        try:
+            got = fn(str(path), w)
+        except LoadError as e:
+            got = ("error", str(e))
+        out += [got, w]
+        monkeypatch.undo()
+    return (*out, bool(took) and took[0] is not None)
+
+
+def _check(path, monkeypatch, taken: bool | None) -> None:
+    fast, wf, slow, ws, took = _both(path, monkeypatch)
+    assert taken is None or took == taken
+    assert wf == ws
+    if isinstance(fast, tuple) or isinstance(slow, tuple):
+        assert fast == slow
+    else:
+        _same(fast, slow)
+
+
+@pytest.mark.parametrize("eol", ["\n", "\r\n"])
+@pytest.mark.parametrize("bom", ["", "\ufeff"])
+def test_plain_files_read_as_pandas_reads_them(tmp_path, monkeypatch, eol, bom):
+    for name, head, rows in (("memory_record.csv", MR_HEAD, MR_ROWS), ("operator_memory.csv", OM_HEAD, OM_ROWS)):
+        p = tmp_path / name
+        p.write_bytes((bom + eol.join([head, *rows]) + eol).encode())
+        _check(p, monkeypatch, True)
+
+
+@pytest.mark.parametrize("change", [
+    lambda t: t.replace("NPU:0", '"NPU:0"', 1),                 # a quote
+    lambda t: t.replace("\n", "\r\n", 1),                       # mixed line ends
+    lambda t: t + "APP,1736408883593936.120\t,1,2\n",          # a ragged row
+    lambda t: t + "\n",                                         # a blank line
+    lambda t: t[:-1],                                           # no final line break
+    lambda t: t.replace("2109.6015625", "2.1e3"),               # a number it does not read
+    lambda t: t.replace("2109.6015625", "1234567890.1234567"),  # more than 15 digits
+    lambda t: t.replace("2109.6015625", "junk"),                # not a number
+    lambda t: t.replace("1736408883573957.920\t", "1736408883573957.92\t"),   # another width
+    lambda t: t.replace("1736408883573957.920\t", "x736408883573957.920\t"),  # not a time
+    lambda t: t.replace(",Device Type", ",Component"),          # a header twice
+    lambda t: t.replace(",Total Active(MB)", ",Other"),         # a column missing
+    lambda t: t.split("\n")[0] + "\n",                          # no rows
+    lambda t: t.replace("APP", "AP\u00e9", 1),                  # UTF-8 text: read
+])
+def test_other_files_are_left_to_pandas(tmp_path, monkeypatch, change):
+    p = tmp_path / "memory_record.csv"
+    text = change("\n".join([MR_HEAD, *MR_ROWS]) + "\n")
+    p.write_bytes(text.encode())
+    _check(p, monkeypatch, "\u00e9" in text)
+
+
+def test_not_utf8_is_the_same_error(tmp_path, monkeypatch):
+    p = tmp_path / "operator_memory.csv"
+    plain = ("\n".join([OM_HEAD, *OM_ROWS]) + "\n").encode()
+    for old, new in ((b"aten::add", b"aten::\xff"),                  # a cell it reads
+                     (b"626.000\t,,", b"626.000\t,\xff,")):           # one it does not
+        assert old in plain
+        p.write_bytes(plain.replace(old, new, 1))
+        _check(p, monkeypatch, False)
+
+
+def test_every_export_in_the_corpus_and_samples(monkeypatch):
+    paths = sorted(p for root in (CORPUS, SAMPLES) for name in ("memory_record.csv", "operator_memory.csv")
+                   for p in root.rglob(name))
+    assert paths
+    for p in paths:
+        _check(p, monkeypatch, True)          # (all plain: the fast reader takes each)
