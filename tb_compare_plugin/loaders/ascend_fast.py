@@ -330,11 +330,15 @@ class Scanner:
         col.x_group.append(group)
         present = np.zeros(8, bool)
         present[group] = True
+        taken: dict = {}                            # fields of the same storage groups: the same rows
         for i, f in enumerate(ARG_FIELDS):
             keep = self.field_in[f]
             if not (present & keep).any():
                 continue
-            rows = xi[keep[group]]
+            key = keep.tobytes()
+            rows = taken.get(key)
+            if rows is None:
+                rows = taken[key] = xi[keep[group]]
             c = j.F_A0 + i
             field = col.args[f]
             field.pieces.append(self._texts(field, c, rows) if f in TEXT else self._ints(c, rows))
