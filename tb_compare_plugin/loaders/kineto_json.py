@@ -511,6 +511,7 @@ def load(path: str, progress=None, chunk_bytes: int | None = None, fast: bool | 
                 pass
             mark("kineto: events read")
             kineto_scan.release()               # the scanner's reused tables (~50 MB) before the build
+            col.fast_state = None               # ... and the quick plan's value table and output (~100 MB)
             if "traceEvents" in res.outside:    # a later duplicate key: which array is the trace?
                 raise LoadError(path, 'the JSON object holds two "traceEvents" arrays; cannot tell which '
                                       "one is the trace")
