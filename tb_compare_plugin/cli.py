@@ -234,8 +234,10 @@ def run(args) -> int:
     progress = Progress(not args.no_progress)
     imports = _import_beside()
     mark("cli: sides resolved")
-    base, target = load_sides(base_spec, target_spec, progress, backends, None, _side_jobs(args, opts))
+    early = _FirstSide(args)
+    base, target = load_sides(base_spec, target_spec, progress, backends, early, _side_jobs(args, opts))
     mark("cli: both sides in")
+    early.close()
     try:
         return _answer(args, opts, base, target, base_spec, target_spec, imports)
     finally:
@@ -253,6 +255,10 @@ def _answer(args, opts, base, target, base_spec, target_spec, imports) -> int:
     from .presenters.json_encode import encode
     cmp = service.make_comparison(base, target, opts, base_spec, target_spec)
     mark("cli: comparison made")
+    if _STATE["program"]:               # short-lived, left with os._exit: no collections from here on,
+        import gc                       # and what there is now stays unwritten (fewer pages to copy
+        gc.disable()                    # after the workbook's fork)
+        gc.freeze()
     split = _split_workbook(args, cmp)          # before this tail starts a thread: it forks
     try:
         for _who, path, w in load_warnings(cmp):      # what a loader dropped or guessed: one line each
@@ -293,6 +299,42 @@ def _answer(args, opts, base, target, base_spec, target_spec, imports) -> int:
     if _STATE["program"]:               # the program leaves without freeing any of it (main)
         _STATE["kept"] = (base, target, cmp, payload, steps)
     return EXIT_OK
+
+
+class _FirstSide:
+    """The ``warm`` of ``load_pair``: the per-side parts of the tail's work (the op tree's kernel
+    detail lines, the memory curves) computed for the side that is in first, on the core its
+    parser process left, while the other side still parses.  :meth:`close` waits until both
+    sides' warm-up (``load_pair`` calls this after each side's ``side_work``) is over, so
+    nothing runs on another thread when the tail forks."""
+
+    def __init__(self, args) -> None:
+        self.wanted = bool(args.json or args.xlsx)
+        self._cond = threading.Condition()
+        self._calls = self._done = 0
+
+    def __call__(self, prof) -> None:
+        with self._cond:
+            self._calls += 1
+            first = self._calls == 1
+        try:
+            if first and self.wanted:
+                from .comparison import side_memory_curves
+                from .engines.optree import tree_of
+                from .engines.scope_tree import op_view
+                tree_of(op_view(prof)).kernel_lines
+                side_memory_curves(prof)
+                mark("cli: first side's tail work done")
+        except Exception:  # noqa: BLE001 - kept as the value's failure; the tail reports it
+            pass
+        finally:
+            with self._cond:
+                self._done += 1
+                self._cond.notify_all()
+
+    def close(self, timeout: float = 60.0) -> None:
+        with self._cond:
+            self._cond.wait_for(lambda: self._done >= 2, timeout)
 
 
 class _xlsx_errors:

@@ -129,9 +129,10 @@ class Comparison:
         return self._memo("memory_peak", lambda: peak_attribution(self.base, self.target))
 
     def memory_curves(self):
-        from .engines.memory_curve import memory_curves
-        return self._memo("memory_curves", lambda: {"baseline": memory_curves(self.base),
-                                                    "target": memory_curves(self.target)})
+        """Both sides' memory curves; each side's is kept with its profile (``side_memory_curves``),
+        so one computed as soon as that side was in (the CLI) is not computed again."""
+        return self._memo("memory_curves", lambda: {"baseline": side_memory_curves(self.base),
+                                                    "target": side_memory_curves(self.target)})
 
     def steps(self):
         """The step-level comparison (``engines.steps``): per step breakdown, phases, efficiency,
@@ -158,3 +159,11 @@ class Comparison:
         from dataclasses import replace
         opts = replace(o, base_step=o.target_step, target_step=o.base_step)
         return Comparison(self.target, self.base, opts, self.target_side, self.base_side)
+
+
+def side_memory_curves(profile) -> dict:
+    """One profile's memory curves (``engines.memory_curve``), built once per profile (the
+    derived-data cache): callers read them, never change them."""
+    from .engines.memory_curve import memory_curves
+    from .model.derived import derived
+    return derived(profile, "memory_curves", lambda: memory_curves(profile))

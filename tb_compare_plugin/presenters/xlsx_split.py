@@ -30,6 +30,7 @@ import signal
 import struct
 import sys
 import tempfile
+import threading
 
 from ..gcpause import gc_paused
 from ..timing import mark
@@ -39,10 +40,9 @@ from .xlsx_workbook import (ENGINES, ORDER, check_sheets, complete, labels, open
 from .xlsx_writer import Workbook
 
 PREFIX = ("overall", "communication")          # this process, before the child's sheets
-CHILD = ("operator", "memory:tables")          # the child
-REST = ("memory:extras", "api", "kernel", "steps")      # this process, after the child's sheets
+CHILD = ("operator",)                          # the child
+REST = ("memory", "api", "kernel", "steps")    # this process, after them
 _FIRST = (S.OVERALL.name, S.COMMUNICATION.name)     # the sheets written before the child's
-_EXTRAS = (S.MEMORY_PEAK.name, S.MEMORY_CURVE.name)     # planned here, written only with the child's memory tables
 ENV = "TB_COMPARE_XLSX_SPLIT"                  # "0": never split
 
 
@@ -160,14 +160,9 @@ class SplitWorkbook:
             self.prefix()
         cmp, book, sb = self.cmp, self.book, self._sb
         notes_rest: list = []
-        planned = plan_sheets(cmp, self.sheets, notes_rest, REST[:1])
-        notes_extras = len(notes_rest)                  # memory:extras' notes come first
-        planned += plan_sheets(cmp, self.sheets, notes_rest, REST[1:])
+        planned = plan_sheets(cmp, self.sheets, notes_rest, REST)
         msg = self._answer()
         _, names, styles, cache, notes_child, planned_child, any_child = msg
-        if S.MEMORY_STATS.name not in planned_child:    # no memory group (failed or not asked for)
-            planned = [d for d in planned if d.layout.name not in _EXTRAS]
-            del notes_rest[:notes_extras]
         mark("xlsx: child's sheets counted")
         book.styles = sb.styles = styles
         sb._cache = cache
@@ -190,7 +185,7 @@ class SplitWorkbook:
         book.adopt(self._part, [f"xl/worksheets/sheet{i}.xml" for i in range(first + 1, first + len(names) + 1)],
                    defined, at)
         book.close()
-        self._reap()                    # gone by now (it left right after message B)
+        self._reap(wait=False)          # its parts are in: its exit need not hold this one up
         self._part.close()
         self._finish(True)
         return list(book.sheet_names)
@@ -209,11 +204,16 @@ class SplitWorkbook:
             raise WriterFailed(f"{kind}: {text}" if text else kind)
         return msg
 
-    def _reap(self) -> None:
-        """Wait for the child; a death by signal is a failure even after an answer."""
+    def _reap(self, wait: bool = True) -> None:
+        """Wait for the child; a death by signal is a failure.  ``wait`` False: once its answer is
+        complete; it is collected now if it is gone, else by a thread when it is."""
         if self.pid is None:
             return
         pid, self.pid = self.pid, None
+        if not wait:
+            if os.waitpid(pid, os.WNOHANG)[0] == 0:
+                threading.Thread(target=os.waitpid, args=(pid, 0), name="xlsx-reap", daemon=True).start()
+            return
         _, status = os.waitpid(pid, 0)
         if os.WIFSIGNALED(status):
             raise WriterFailed(f"the workbook's second process was killed by signal {os.WTERMSIG(status)}")
