@@ -49,8 +49,9 @@ def use_module_sheets(base, target, disable_module: bool = False) -> bool:
     return not disable_module and has_modules(base) and has_modules(target)
 
 
-def _forest(start: np.ndarray, end: np.ndarray):
-    """Nest intervals by time (one group): pre-order permutation, parent and subtree size.
+def _forest(start: np.ndarray, end: np.ndarray, sizes: bool = True):
+    """Nest intervals by time (one group): pre-order permutation, parent and subtree size (None
+    unless ``sizes``).
 
     ``nest``'s parent of an interval is its previous greater-or-equal end in sweep order (start,
     longer first, row), so every subtree is a contiguous run of that order: it is the pre-order
@@ -63,6 +64,8 @@ def _forest(start: np.ndarray, end: np.ndarray):
     pos[order] = np.arange(n)
     p = par[order]
     parent = np.where(p >= 0, pos[np.maximum(p, 0)], -1)
+    if not sizes:
+        return order, parent, None
     depth = depth[order].astype(np.int64)
     size = np.ones(n, np.int64)
     by = np.argsort(depth, kind="stable")
@@ -328,7 +331,7 @@ def _call_stacks(profile, strings, start, parent, names) -> list:
     fn = ~pf["is_module"].to_numpy()
     s = pf["start_ns"].to_numpy()[fn]
     e = s + pf["dur_ns"].to_numpy()[fn]
-    order, fpar, _ = _forest(s, e)
+    order, fpar, _ = _forest(s, e, sizes=False)
     fname = strings[pf["name"].to_numpy()[fn][order]]
     hit = _innermost(s[order], e[order], fpar, start, strict=True)
     memo: dict = {}
