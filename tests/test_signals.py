@@ -108,16 +108,25 @@ def group(pgid: int) -> dict[int, int]:
     return out
 
 
+def _cmdline(pid: int) -> bytes | None:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read()
+    except OSError:
+        return None
+
+
 def parser_processes(root: int, members: dict[int, int]) -> set[int]:
-    """The parser processes among ``members``: the children of ``root``'s fork server."""
+    """The parser processes among ``members``: the children of ``root``'s fork server (a
+    ``multiprocessing.forkserver`` interpreter, or a fork of ``root`` itself: the CLI's, with
+    ``root``'s command line)."""
+    own = _cmdline(root)
     servers = set()
     for pid, ppid in members.items():
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                if ppid == root and b"forkserver" in f.read():
-                    servers.add(pid)
-        except OSError:
-            continue
+        if ppid == root:
+            cmd = _cmdline(pid)
+            if cmd is not None and (b"forkserver" in cmd or cmd == own):
+                servers.add(pid)
     return {pid for pid, ppid in members.items() if ppid in servers}
 
 
@@ -178,6 +187,8 @@ def test_stopped_cli_exits_at_once_and_leaves_nothing(tmp_path, big_pair, sig, m
         wait_until(proc, MOMENTS[moment], proc.pid)
         members = group(proc.pid)
         parsers = parser_processes(proc.pid, members)
+        if moment == "mid_parse":
+            assert parsers, members
         t0 = time.monotonic()
         os.killpg(proc.pid, sig)
         proc.wait(timeout=30)

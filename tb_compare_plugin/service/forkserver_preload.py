@@ -4,7 +4,9 @@ few hundred thousand objects that form no garbage; the collections they trigger 
 preload's CPU) and imports what every parser process needs: the libraries, the cache and every
 format's loader (the registry's list is read here, in the fork server, so the CLI need not import
 the registry before it starts the fork server).  :mod:`.forkserver_ready`, imported last, freezes
-what was loaded and turns the collector back on."""
+what was loaded and turns the collector back on.  When the CLI forks the fork server from its own
+process (:mod:`.forkserver_fork`), the CLI imports this module before the fork (its marks then
+come from the CLI's process) and the fork server imports the rest of the preload."""
 from __future__ import annotations
 
 import gc

@@ -191,16 +191,19 @@ def _finish(spec, prof):
     return prof
 
 
-def make_backends(logdir: str | None = None, workers: int = 2, start: bool = False, warm_jit: bool = False):
+def make_backends(logdir: str | None = None, workers: int = 2, start: bool = False, warm_jit: bool = False,
+                  fork_here: bool = False):
     """(cache, pool) as configured by the environment; either may be None.  ``start``: start
     the parser processes' fork server first, so its imports overlap the cache's (numpy, pandas);
-    ``warm_jit``: it also loads the numba scanners (``loaders.jit_warm``: big inputs).
+    ``warm_jit``: it also loads the numba scanners (``loaders.jit_warm``: big inputs);
+    ``fork_here`` (the CLI, single-threaded): the fork server is a fork of this process, which
+    imports the libraries it preloads first (``parsepool``, ``forkserver_fork``).
 
     A cache folder that cannot be written is reported once (one warning line) and used for
     reading only, or not at all when it is not a folder; the parser processes then hand their
     profiles back without it."""
     from .parsepool import ParsePool, processes_enabled
-    pool = ParsePool(workers, warm_jit=warm_jit) if processes_enabled() else None
+    pool = ParsePool(workers, warm_jit=warm_jit, fork_here=fork_here) if processes_enabled() else None
     if pool is not None and start:
         pool.start()
     from ..cache import ProfileCache, enabled, warn_unwritable

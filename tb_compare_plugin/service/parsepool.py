@@ -105,11 +105,15 @@ def children_stderr_tail(since: int = 0, limit: int = 300) -> str:
     return lines[-1][:limit] if lines else ""
 
 
-def _start_forkserver_quietly() -> None:
+def _start_forkserver_quietly(fork_here: bool = False) -> None:
     """Start the fork server (if it is not running) with the children's stderr file as its fd 2:
-    every process it forks inherits that, so no child ever prints on the caller's stderr."""
+    every process it forks inherits that, so no child ever prints on the caller's stderr.
+    ``fork_here`` (the CLI): as a fork of this process when :mod:`.forkserver_fork` can, after
+    this process imported the libraries and loaders the fork server preloads first."""
     from multiprocessing import forkserver, resource_tracker
+    from . import forkserver_fork
     leftovers.own_semaphore_names()
+    fork_here = fork_here and forkserver_fork.possible() and forkserver_fork.import_shared(_PRELOAD[0])
     debug = os.environ.get("TB_COMPARE_DEBUG")
     saved = None if debug else os.dup(2)
     blocked = None
@@ -119,7 +123,8 @@ def _start_forkserver_quietly() -> None:
         # the resource tracker first: starting it unblocks SIGINT and SIGTERM on its way out
         resource_tracker.ensure_running()
         blocked = _block_stop_signals()
-        forkserver.ensure_running()
+        if not (fork_here and forkserver_fork.start()):
+            forkserver.ensure_running()
     finally:                # fd 2 restored, then the signals: one that came meanwhile is handled now
         if saved is not None:
             os.dup2(saved, 2)
@@ -380,10 +385,11 @@ class ParsePool:
     of its own: a child that dies breaks only its own parse, never the other side's, which a
     shared ``ProcessPoolExecutor`` would report broken too (and blame for the other's death)."""
 
-    def __init__(self, workers: int = 2, cache=None, warm_jit: bool = False) -> None:
+    def __init__(self, workers: int = 2, cache=None, warm_jit: bool = False, fork_here: bool = False) -> None:
         self.workers = max(1, int(workers))
         self.cache = cache
         self.warm_jit = warm_jit           # the fork server loads the numba scanners (big inputs)
+        self.fork_here = fork_here         # the fork server is a fork of this process (the CLI)
         self._ctx = None
         self._slots = threading.BoundedSemaphore(self.workers)
         self._live: set[ProcessPoolExecutor] = set()
@@ -402,7 +408,7 @@ class ParsePool:
                 try:
                     ctx = mp.get_context("forkserver")
                     ctx.set_forkserver_preload(_preload(self.warm_jit))
-                    _start_forkserver_quietly()
+                    _start_forkserver_quietly(self.fork_here)
                     mark("pool: fork server started")
                 except (ValueError, OSError):
                     ctx = mp.get_context("spawn")
