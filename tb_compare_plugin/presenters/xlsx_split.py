@@ -36,7 +36,8 @@ from ..gcpause import gc_paused
 from ..timing import mark
 from . import xlsx_style as S
 from .xlsx_style import StyleBook, write_sheet
-from .xlsx_workbook import (ENGINES, ORDER, check_sheets, complete, labels, open_target, plan_sheets)
+from .xlsx_workbook import (ENGINES, ORDER, _both_have_modules, check_sheets, complete, labels, open_target,
+                            plan_sheets)
 from .xlsx_writer import Workbook
 
 PREFIX = ("overall", "communication")          # this process, before the child's sheets
@@ -106,7 +107,10 @@ class SplitWorkbook:
         self.book = self._sb = None
         self._notes_first: list = []
         self._by_name: dict = {}
-        a_r, a_w = os.pipe()
+        if not _both_have_modules(cmp):     # the child's OperatorCompare reads what the JSON's operator
+            cmp.operators()                 # table and this process read: computed once, before the fork
+        mark("xlsx: forking")               # (else the child reads the columns a second time, and
+        a_r, a_w = os.pipe()                # counts them in its own memory)
         b_r, b_w = os.pipe()
         parent = os.getpid()
         pid = os.fork()
