@@ -57,7 +57,8 @@ def preorder(parent: np.ndarray, start: np.ndarray, dur: np.ndarray):
     if k is not None:
         start = np.asarray(start, np.int64)
         by_start = k.longer_first(np.argsort(start, kind="stable"), start, start + np.asarray(dur, np.int64))
-        order, ppos, depth, size, reached = k.preorder_walk(parent, by_start)
+        order, ppos, depth, size, reached = k.preorder_walk(parent, by_start, np.empty(n + 2, np.int64),
+                                                            *(np.empty(n, np.int64) for _ in range(7)))
         if reached == n:                    # else a cycle: the numpy form below says what it says
             return order, ppos, depth, size
     depth = depths(parent)
@@ -313,7 +314,8 @@ class OpTree:
         kern = jit.kernels(self.n)
         if kern is not None:
             self.dev_lo, self.dev_hi, self.kernel_ns, self.comm_ns = kern.subtree_spans(
-                np.asarray(node, np.int64), np.asarray(self.size, np.int64), dur, dev["comm"].to_numpy(bool))
+                np.asarray(node, np.int64), np.asarray(self.size, np.int64), dur, dev["comm"].to_numpy(bool),
+                np.empty(self.n + 1, np.int64), *(np.empty(self.n, np.int64) for _ in range(3)))
         else:
             ids = np.arange(self.n)
             first = np.zeros(self.n + 1, np.int64)       # first dev row of each node (node-sorted rows)

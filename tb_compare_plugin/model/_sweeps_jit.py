@@ -60,13 +60,13 @@ def longer_first(order, start, end):
 
 
 @jit
-def nest_sweep(order, end, g):
+def nest_sweep(order, end, g, parent, depth, stack):
     """The stack sweep over rows in (group, start, longer first, row) order: each row's parent
-    (the innermost open interval of its group ending no earlier; -1 for a root) and depth."""
+    (the innermost open interval of its group ending no earlier; -1 for a root) and depth, written
+    into ``parent`` and ``depth`` (``stack``: scratch; all three uninitialised, as many rows as
+    ``order``; the caller allocates them: numpy's big arrays take 2 MB pages, numba's never do,
+    and their 4 KB page faults were most of these kernels' system time)."""
     n = len(order)
-    parent = np.full(n, -1, np.int64)
-    depth = np.zeros(n, np.int64)
-    stack = np.empty(n, np.int64)
     top = 0
     for k in range(n):
         r = order[k]
@@ -75,8 +75,7 @@ def nest_sweep(order, end, g):
         e = end[r]
         while top and end[stack[top - 1]] < e:
             top -= 1
-        if top:
-            parent[r] = stack[top - 1]
+        parent[r] = stack[top - 1] if top else -1
         depth[r] = top
         stack[top] = r
         top += 1
@@ -84,18 +83,20 @@ def nest_sweep(order, end, g):
 
 
 @jit
-def preorder_walk(parent, by_start):
+def preorder_walk(parent, by_start, first, sib, order, ppos, depth, size, pos, stack):
     """Pre-order positions of a forest: ``by_start`` is every row in sibling order (start,
     longer first, row); children are bucketed by parent in that order, the roots (parent -1)
     first.  Returns (order, parent position, depth, size) by position, and the number of rows
-    reached from the roots (fewer than all only when ``parent`` has a cycle)."""
+    reached from the roots (fewer than all only when ``parent`` has a cycle).  The arrays after
+    ``by_start`` are uninitialised int64, n + 2 rows for ``first`` and n for the others, allocated
+    by the caller (see :func:`nest_sweep`); ``first``, ``sib``, ``pos``, ``stack`` are scratch."""
     n = len(parent)
-    first = np.zeros(n + 2, np.int64)          # children of row p: sib[first[p + 1]:first[p + 2]]
+    for k in range(n + 2):                     # children of row p: sib[first[p + 1]:first[p + 2]]
+        first[k] = 0
     for i in range(n):
         first[parent[i] + 2] += 1
     for k in range(n + 1):
         first[k + 1] += first[k]
-    sib = np.empty(n, np.int64)
     for i in range(n):
         r = by_start[i]
         slot = parent[r] + 1
@@ -104,12 +105,10 @@ def preorder_walk(parent, by_start):
     for k in range(n, 0, -1):                  # back to the block starts
         first[k] = first[k - 1]
     first[0] = 0
-    order = np.empty(n, np.int64)
-    ppos = np.empty(n, np.int64)
-    depth = np.zeros(n, np.int64)
-    size = np.ones(n, np.int64)
-    pos = np.full(n, -1, np.int64)
-    stack = np.empty(n, np.int64)
+    for i in range(n):
+        depth[i] = 0
+        size[i] = 1
+        pos[i] = -1
     top = 0
     for i in range(first[1] - 1, -1, -1):       # roots, the first on top
         stack[top] = sib[i]
@@ -148,13 +147,15 @@ def child_sums(parent, value):
 
 
 @jit
-def subtree_spans(node, size, dur, comm):
+def subtree_spans(node, size, dur, comm, first, hi, total, in_comm):
     """For a pre-ordered forest (``size`` per position) and rows sorted by the ``node`` they hang
     under: per node, the rows of its subtree [lo, hi), their summed ``dur``, and of it the rows
-    flagged ``comm``."""
+    flagged ``comm``.  ``first`` (n + 1 rows; lo is its first n), ``hi``, ``total``, ``in_comm``
+    (n rows) are uninitialised int64 allocated by the caller (see :func:`nest_sweep`)."""
     n = len(size)
     m = len(node)
-    first = np.zeros(n + 1, np.int64)          # first row of each node; lo is its first n
+    for i in range(n + 1):                     # first row of each node
+        first[i] = 0
     for j in range(m):
         first[node[j] + 1] += 1
     for i in range(n):
@@ -165,9 +166,6 @@ def subtree_spans(node, size, dur, comm):
         cum[j + 1] = cum[j] + dur[j]
         ccum[j + 1] = ccum[j] + (dur[j] if comm[j] else 0)
     lo = first[:n]
-    hi = np.empty(n, np.int64)
-    total = np.empty(n, np.int64)
-    in_comm = np.empty(n, np.int64)
     for i in range(n):
         a = first[i]
         b = first[i + size[i]]
@@ -269,11 +267,12 @@ def warm() -> None:
     p = np.array([-1, 0, -1], np.int64)
     bucket_order(i, p, -1, 2)
     longer_first(i.copy(), np.zeros(3, np.int64), np.array([1, 3, 2], np.int64))
-    nest_sweep(i, np.array([5, 3, 4], np.int64), np.zeros(3, np.int64))
-    preorder_walk(p, i)
+    nest_sweep(i, np.array([5, 3, 4], np.int64), np.zeros(3, np.int64), *(np.empty(3, np.int64) for _ in range(3)))
+    preorder_walk(p, i, np.empty(5, np.int64), *(np.empty(3, np.int64) for _ in range(7)))
     pair_ids(i, p, 4)
     child_sums(p, i)
     union_sorted(i, i + 1, i)
     outermost(np.ones(3, np.bool_), p)
     group_extreme(i, i, 3, 0, True)
-    subtree_spans(np.zeros(1, np.int64), np.ones(3, np.int64), np.ones(1, np.int64), np.ones(1, np.bool_))
+    subtree_spans(np.zeros(1, np.int64), np.ones(3, np.int64), np.ones(1, np.int64), np.ones(1, np.bool_),
+                  np.empty(4, np.int64), *(np.empty(3, np.int64) for _ in range(3)))

@@ -38,7 +38,7 @@ def nest(start: np.ndarray, end: np.ndarray, group: np.ndarray | None = None) ->
     order = sweep_order(start, end, g)
     k = jit.kernels(n)
     if k is not None:
-        parent, dep = k.nest_sweep(order, end, np.asarray(g, np.int64))
+        parent, dep = k.nest_sweep(order, end, np.asarray(g, np.int64), *(np.empty(n, np.int64) for _ in range(3)))
         depth[:] = dep
         return parent, depth
     e = end[order]
