@@ -360,22 +360,50 @@ def match_rows(trace_names: list, trace_start: np.ndarray, csv_names: np.ndarray
     out = np.full(len(trace_start), -1, dtype=np.int64)
     if not len(trace_start) or not len(csv_start):
         return out
-    trace_names, csv_names = plain_texts(as_objects(trace_names)), plain_texts(csv_names)
-    t = pd.DataFrame({"start": trace_start, "name": pd.Series(trace_names, dtype=object),
-                      "trow": np.arange(len(trace_start))})
-    c = pd.DataFrame({"start": csv_start, "name": pd.Series(csv_names, dtype=object),
-                      "crow": np.arange(len(csv_start))})
-    c = c[c["start"] >= 0]
-    named = c["name"].notna()
-    for cc, keys in ((c[named], ["start", "name"]), (c[~named], ["start"])):
-        if not len(cc):
-            continue
-        tt = t[out[t["trow"].to_numpy()] < 0] if keys == ["start"] else t
-        tt = tt.assign(occ=tt.groupby(keys, sort=False).cumcount())
-        cc = cc.assign(occ=cc.groupby(keys, sort=False).cumcount())
-        m = tt.merge(cc, on=keys + ["occ"], how="inner")
-        out[m["trow"].to_numpy()] = m["crow"].to_numpy()
+    nt = len(trace_start)
+    if isinstance(trace_names, Texts):          # its distinct strings, once each
+        tcode, tvals = trace_names.codes.astype(np.int64), plain_texts(trace_names.values)
+    else:
+        tcode, tvals = np.arange(nt, dtype=np.int64), plain_texts(list(trace_names))
+    # one code per distinct name over both sides (-1: None), the trace's through its values
+    codes, _ = pd.factorize(objects(list(tvals) + list(plain_texts(csv_names))))
+    tname = np.where(tcode >= 0, codes[:len(tvals)][np.maximum(tcode, 0)], -1)
+    cname = codes[len(tvals):]
+    tstart, cstart = np.asarray(trace_start, np.int64), np.asarray(csv_start, np.int64)
+    trows, crows = np.arange(nt), np.flatnonzero(cstart >= 0)
+    named = crows[cname[crows] >= 0]
+    if len(named):                              # (start, name), k-th with k-th in file order
+        t_ok = trows[tname >= 0]
+        _pair(out, t_ok, named, (tstart[t_ok], tname[t_ok]), (cstart[named], cname[named]))
+    unnamed = crows[cname[crows] < 0]
+    if len(unnamed):                            # (start) alone, among the trace rows still free
+        free = trows[out < 0]
+        _pair(out, free, unnamed, (tstart[free],), (cstart[unnamed],))
     return out
+
+
+def _pair(out: np.ndarray, trows: np.ndarray, crows: np.ndarray, tkeys: tuple, ckeys: tuple) -> None:
+    """out[trow] = crow for the k-th trace row and the k-th CSV row (each in row order) of every
+    key: both sides' rows sorted by (key, side, row), so each key's trace rows come first, then
+    its CSV rows."""
+    side = np.r_[np.zeros(len(trows), np.int8), np.ones(len(crows), np.int8)]
+    rows = np.r_[trows, crows]
+    keys = [np.r_[a, b] for a, b in zip(tkeys, ckeys)]
+    order = np.lexsort((rows, side, *keys[::-1]))
+    same = np.ones(len(order) - 1, bool)        # same key as the row before
+    for k in keys:
+        ks = k[order]
+        same &= ks[1:] == ks[:-1]
+    starts = np.flatnonzero(np.r_[True, ~same])
+    key_id = np.cumsum(np.r_[True, ~same]) - 1
+    is_t = side[order] == 0
+    n_t = np.add.reduceat(is_t.astype(np.int64), starts)          # trace rows of each key
+    n_c = np.diff(np.r_[starts, len(order)]) - n_t                 # its CSV rows
+    at = np.flatnonzero(is_t)
+    kid = key_id[at]
+    occ = at - starts[kid]                                         # k: k-th trace row of its key
+    ok = occ < n_c[kid]
+    out[rows[order[at[ok]]]] = rows[order[starts[kid[ok]] + n_t[kid[ok]] + occ[ok]]]
 
 
 # ---------------------------------------------------------------------------------------------
