@@ -1,6 +1,6 @@
 """loaders/csv_simple.py: the numpy reader of the plain Ascend memory CSVs gives exactly the
 columns, warnings and errors the pandas reading gives, and leaves every file it does not read
-exactly to pandas."""
+exactly to pandas; ascend_csv.match_rows (numpy) pairs rows by its join rule."""
 from __future__ import annotations
 
 import numpy as np
@@ -114,3 +114,35 @@ def test_every_export_in_the_corpus_and_samples(monkeypatch):
     assert paths
     for p in paths:
         _check(p, monkeypatch, True)          # (all plain: the fast reader takes each)
+
+
+def _match_oracle(tnames, tstart, cnames, cstart) -> list:
+    """The join rule of ascend_csv.match_rows, row by row: a CSV row with a name pairs with the
+    next unpaired trace row of the same (start, name); then a CSV row without one with the next
+    trace row of the same start still unpaired."""
+    out = [-1] * len(tstart)
+    for want_name in (True, False):
+        for c, (cn, cs) in enumerate(zip(cnames, cstart)):
+            if cs < 0 or (cn is not None) != want_name:
+                continue
+            for t, (tn, ts) in enumerate(zip(tnames, tstart)):
+                if out[t] < 0 and ts == cs and (not want_name or tn == cn):
+                    out[t] = c
+                    break
+    return out
+
+
+def test_match_rows_pairs_by_the_join_rule():
+    from tb_compare_plugin.loaders.ascend_columns import Texts
+    rng = np.random.default_rng(7)
+    names = ["a", "b", "c", None]
+    for _ in range(200):
+        nt, nc = int(rng.integers(0, 30)), int(rng.integers(0, 30))
+        tn = [names[x] for x in rng.integers(0, 4, nt)]
+        cn = [names[x] for x in rng.integers(0, 4, nc)]
+        ts, cs = rng.integers(0, 4, nt), rng.integers(-1, 4, nc)
+        want = _match_oracle(tn, ts.tolist(), cn, cs.tolist())
+        carr = np.array(cn + [None], dtype=object)[:-1]
+        assert ascend_csv.match_rows(tn, ts, carr, cs).tolist() == want
+        codes = np.array([-1 if n is None else "abc".index(n) for n in tn], np.int32)
+        assert ascend_csv.match_rows(Texts(codes, ["a", "b", "c"]), ts, carr, cs).tolist() == want
