@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from tb_compare_plugin.loaders import ascend_csv, csv_simple
+from tb_compare_plugin.loaders.ascend_columns import as_objects
 from tb_compare_plugin.loaders.errors import LoadError
 
 from conftest import CORPUS, SAMPLES
@@ -29,7 +30,7 @@ def _same(a, b) -> None:
         return
     assert set(a) == set(b)
     for k in a:
-        x, y = np.asarray(a[k]), np.asarray(b[k])
+        x, y = np.asarray(as_objects(a[k])), np.asarray(as_objects(b[k]))
         assert x.dtype == y.dtype and x.shape == y.shape, k
         if x.dtype == object:
             assert list(x) == list(y), k

@@ -140,6 +140,8 @@ def text(df: pd.DataFrame, col: str) -> np.ndarray:
 
 def device_index(values: np.ndarray) -> np.ndarray:
     """'NPU:3' -> 3; anything else -> -1 (worked out once per distinct value)."""
+    if isinstance(values, Texts):                                  # its distinct values, then its codes
+        return np.append(device_index(objects(values.values)), -1)[values.codes]
     codes, uniq = pd.factorize(objects(values))                    # None/NaN -> -1: no index
     s = pd.Series(uniq, dtype=object).astype(str).str.extract(r":\s*(\d+)\s*$")[0]
     lut = pd.to_numeric(s, errors="coerce").fillna(-1).to_numpy(dtype=np.int64)

@@ -11,7 +11,8 @@ is converted the way ``ascend_csv`` converts the pandas frame's, with the same v
 * ``"float"``: "" and "N/A" -> NaN, else ``[-]digits[.digits]`` with at most 15 digits, read as
   integer / 10**decimals (both exact doubles, so the quotient is the correctly rounded value:
   Python's ``float()`` of the cell, which pandas' C parser gives too);
-* ``"text"``: each distinct cell decoded once (UTF-8), "" and "N/A" -> None.
+* ``"text"``: each distinct cell decoded once (UTF-8), "" and "N/A" -> None, as
+  :class:`ascend_columns.Texts` (codes into the distinct strings: interned and classified once each).
 
 Anything else -- a quote, a stray CR, a NUL, a ragged row, a header without every wanted column or with
 one twice, no rows, a cell one of those rules does not read -- returns None and the caller reads
@@ -24,7 +25,7 @@ import os
 import numpy as np
 import pandas as pd
 
-from .ascend_columns import fixed_point_rows, objects
+from .ascend_columns import Texts, fixed_point_rows, objects
 from .regular import open_regular
 
 _NA = (b"", b"N/A")
@@ -153,6 +154,7 @@ def _distinct(b, lo, hi):
 
 
 def _texts(b, lo, hi):
+    """A text column as :class:`Texts` ("" and "N/A" None): its distinct strings, decoded once."""
     got = _distinct(b, lo, hi)
     if got is None:
         return None
@@ -161,7 +163,10 @@ def _texts(b, lo, hi):
         vals = [None if u in _NA else u.decode("utf-8") for u in uniq]
     except UnicodeDecodeError:
         return None
-    return objects(vals)[codes]
+    keep = [v for v in vals if v is not None]
+    lut = np.full(len(vals) + 1, -1, np.int32)          # (code -1: none here)
+    lut[[i for i, v in enumerate(vals) if v is not None]] = np.arange(len(keep), dtype=np.int32)
+    return Texts(lut[codes], keep)
 
 
 def _floats(b, lo, hi):
