@@ -193,7 +193,8 @@ def _side_jobs(args, opts) -> tuple:
     """(baseline's, target's) per-side reductions (``engines.side_work``) this run's answers
     read, for each side's parser process to compute right after its parse (or, for a side read
     from the cache, a thread here as soon as it is in): the overview's time split always; the
-    module forests when the module sheets may be written (first: they build the op tree); the op
+    module forests when the module sheets may be written and the allocations' places in the op
+    tree when the memory sheets may be (first: they build the op tree); the op
     tree when the JSON's operator table or the operator / module / memory sheets need it; the
     steps when the JSON, the step table or the step sheets need them; the API and kernel
     statistics when the workbook has those sheets."""
@@ -203,6 +204,8 @@ def _side_jobs(args, opts) -> tuple:
         jobs = []                       # the tree early: it leaves the child's memory before the rest
         if args.xlsx and (sheets is None or "operator" in sheets) and not opts.disable_module:
             jobs.append(("modules", (step,)))       # (builds the tree the next job sends on)
+        if args.xlsx and (sheets is None or "memory" in sheets):
+            jobs.append(("placement", ()))          # (so does this one)
         if args.json or (args.xlsx and (sheets is None or sheets & {"operator", "memory"})):
             jobs.append(("tree", ()))
         jobs.append(("breakdown", (step, bool(opts.reference_compat))))

@@ -100,3 +100,16 @@ def test_the_module_forests_cross_without_their_tree(corpus, tmp_path):
     for rows in (module_compare_rows, module_compare_statistic_rows):
         assert encode(rows(got)) == encode(rows(want))
     assert DERIVED.peek(parent, "modules:None").tree is DERIVED.peek(parent, "optree")
+
+
+def test_the_allocation_places_cross_as_values(corpus):
+    """The placement job's frame (pickled back) is the one the memory engine builds itself: the
+    same memory comparison on the seeded copy as on a plain one."""
+    root = str(corpus / "npu/alexnet_ddp_2rank_level1/rank0_ascend_pt")
+    child, parent, plain = (load("ascend-text", root) for _ in range(3))
+    values = pickle.loads(pickle.dumps(side_work.compute(child, (("placement", ()),))))
+    assert set(values) == {"placement"}
+    side_work.seed(parent, values)
+    got = [Comparison(p, p).memory() for p in (parent, plain)]
+    assert encode(got[0].pairs.to_dict("records")) == encode(got[1].pairs.to_dict("records"))
+    assert DERIVED.peek(parent, "placement") is values["placement"]

@@ -127,6 +127,14 @@ def place_records(profile, tree) -> pd.DataFrame:
     return pd.DataFrame({"alloc": np.arange(len(ma)), "t_ns": t, "node": node})
 
 
+def side_placement(profile, tree=None) -> pd.DataFrame:
+    """``place_records(profile, tree)`` (``tree``: the profile's own op tree, built when not
+    given), built once per profile in the derived-data cache: a per-side reduction
+    (``engines.side_work``) the CLI computes in the process that parsed the side.  Callers must
+    not change the frame in place."""
+    return derived(profile, "placement", lambda: place_records(profile, tree if tree is not None else op_tree(profile)))
+
+
 def placed_op_rows(profile, tree=None, node: np.ndarray | None = None) -> np.ndarray:
     """Row in ops of the op each allocation was placed under (-1 none), kept in the derived-data
     cache: the memory and peak engines both need it, and the op tree it comes from is costly to
@@ -135,7 +143,7 @@ def placed_op_rows(profile, tree=None, node: np.ndarray | None = None) -> np.nda
         nonlocal tree, node
         if node is None:
             tree = tree if tree is not None else op_tree(profile)
-            node = place_records(profile, tree)["node"].to_numpy()
+            node = side_placement(profile, tree)["node"].to_numpy()
         return np.where(node >= 0, tree.op_rows[np.maximum(node, 0)], -1) if tree.n else node
     return derived(profile, "placed_op_rows", build)
 
@@ -162,7 +170,7 @@ def op_memory(profile, tree=None, step: int | None = None, details: bool = True,
     listing = pd.DataFrame({c: [] for c in ALLOC_COLS})
     ma = profile.mem_allocs
     if len(ma) and n:
-        pl = place_records(profile, tree)
+        pl = side_placement(profile, tree)
         node = pl["node"].to_numpy()
         placed_op_rows(profile, tree, node)
         ti = _top_index(tree, top, node)

@@ -54,14 +54,23 @@ def _modules(profile, step=None):
         side_modules(profile, None, step)
 
 
+def _placement(profile):
+    """Where each allocation sits in the op tree (``memory.side_placement``), when the profile has
+    allocations and is its own op view.  Before the tree job, like the modules job."""
+    from .memory import side_placement
+    from .scope_tree import op_view
+    if len(profile.mem_allocs) and op_view(profile) is profile:
+        side_placement(profile)
+
+
 JOBS = {"steps": _steps, "api": _api, "kernels": _kernels, "breakdown": _breakdown, "tree": _tree,
-        "modules": _modules}
+        "modules": _modules, "placement": _placement}
 # the derived-cache key each job's accessor stores its value under (tests/test_side_work.py
 # checks they agree with the accessors)
 _KEYS = {"steps": lambda: "side_steps", "tree": lambda: "optree",
          "api": lambda step=None: f"api_stats:{step}",
          "kernels": lambda step=None: f"kernel_stats:{step}",
-         "modules": lambda step=None: f"modules:{step}",
+         "modules": lambda step=None: f"modules:{step}", "placement": lambda: "placement",
          "breakdown": lambda step=None, reference_compat=False: f"breakdown:{step}:{bool(reference_compat)}:{_top()}"}
 
 
