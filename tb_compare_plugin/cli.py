@@ -510,7 +510,10 @@ def _exit_now(signum: int) -> None:
     """Leave now: kill the parser processes, delete what they left half-written, remove this
     process's scratch folders and semaphores, print the line, exit 128 + ``signum``."""
     pp = sys.modules.get("tb_compare_plugin.service.parsepool")
+    xs = sys.modules.get("tb_compare_plugin.presenters.xlsx_split")
     try:
+        if getattr(xs, "abort_all", None) is not None:
+            xs.abort_all()              # the workbook's child and temporary file
         if getattr(pp, "stop_now", None) is not None:
             pp.stop_now()
     finally:

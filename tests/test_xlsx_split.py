@@ -123,3 +123,64 @@ def test_a_failed_memory_engine_costs_the_same_sheets(tmp_path, monkeypatch, cou
     assert names2 == names1 and parts2 == parts1
     assert b"no memory today" in parts1["xl/workbook.xml"] + b"".join(parts1.values())
     assert b"MemoryPeak" not in parts1["xl/workbook.xml"]
+
+
+@pytest.fixture(scope="module")
+def slow_pair(tmp_path_factory):
+    """Two traces (the GPU sample's events, repeated) whose tail takes a moment."""
+    import json
+    import zlib
+    evs = json.loads((SAMPLES / "baseline_gpu" / "worker0.pt.trace.json").read_text())["traceEvents"]
+    body = json.dumps(evs)[1:-1].encode()
+    folder = tmp_path_factory.mktemp("slow")
+    paths = []
+    for name, reps in (("base", 40), ("target", 41)):
+        path = folder / f"{name}.pt.trace.json"
+        path.write_bytes(b'{"traceEvents": [' + b",".join([body] * reps) + b"]}")
+        paths.append(path)
+    return paths
+
+
+@needs_samples
+@pytest.mark.parametrize("moment", ["xlsx: forking", "xlsx: first sheets written"])
+def test_stop_during_the_split_leaves_nothing(tmp_path, slow_pair, moment):
+    """SIGTERM to the command while the workbook is being made by two processes (at the fork
+    itself: its handler must not be lost in os.fork's exit hooks): exit 143 with the one line,
+    no workbook or temporary file, no writer process left."""
+    import signal
+    import subprocess
+    import sys
+    import time
+    marks = tmp_path / "marks"
+    out = tmp_path / "out"
+    out.mkdir()
+    env = {**os.environ, "TB_COMPARE_TIMING": str(marks), "TB_COMPARE_CACHE_DIR": str(tmp_path / "cache")}
+    env.pop(xlsx_split.ENV, None)
+    proc = subprocess.Popen([sys.executable, "-m", "tb_compare_plugin.cli", *map(str, slow_pair), "-q", "--no-cache",
+                             "--xlsx", str(out / "o.xlsx")], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            env=env, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while proc.poll() is None and time.monotonic() < deadline:
+            if marks.exists() and moment in marks.read_text():
+                break
+            time.sleep(0.002)
+        if proc.poll() is not None:
+            pytest.skip("the run ended before the moment")
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
+        err = proc.stderr.read().decode()
+        if proc.returncode == 0:
+            pytest.skip("the run ended before the signal")
+        assert proc.returncode == 143, err
+        assert err.splitlines() == ["tb-compare: interrupted (SIGTERM)"], err
+        assert os.listdir(out) == []
+        time.sleep(0.3)
+        left = [p for p in os.listdir("/proc") if p.isdigit() and os.path.exists(f"/proc/{p}/stat")
+                and open(f"/proc/{p}/stat").read().rsplit(")", 1)[1].split()[4] == str(proc.pid)]
+        assert left == [], "processes of the stopped run's session outlived it"
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except OSError:
+            pass

@@ -110,17 +110,30 @@ class SplitWorkbook:
         if not _both_have_modules(cmp):     # the child's OperatorCompare reads what the JSON's operator
             cmp.operators()                 # table and this process read: computed once, before the fork
         mark("xlsx: forking")               # (else the child reads the columns a second time, and
-        a_r, a_w = os.pipe()                # counts them in its own memory)
+        self.pid = self._a = self._b = None     # counts them in its own memory)
+        a_r, a_w = os.pipe()
         b_r, b_w = os.pipe()
         parent = os.getpid()
-        pid = os.fork()
-        if pid == 0:                                            # the child: never returns
-            os.close(a_w)
-            os.close(b_r)
-            _child(cmp, self.sheets, self._part, a_r, b_w, parent)
-        os.close(a_r)
-        os.close(b_w)
-        self.pid, self._a, self._b = pid, a_w, b_r
+        # a stop signal's handler must not run inside os.fork's exit hooks (logging's: Python
+        # ignores what they raise, so the stop would be lost): blocked until the child is known
+        stops = {signal.SIGINT, signal.SIGTERM}
+        was = signal.pthread_sigmask(signal.SIG_BLOCK, stops)
+        try:
+            pid = os.fork()
+            if pid == 0:                                        # the child: never returns
+                os.close(a_w)
+                os.close(b_r)
+                _child(cmp, self.sheets, self._part, a_r, b_w, parent, was)
+            self.pid, self._a, self._b = pid, a_w, b_r
+            _LIVE.add(self)
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, was)
+        try:
+            os.close(a_r)
+            os.close(b_w)
+        except BaseException:
+            self.abort()
+            raise
 
 
     def prefix(self) -> None:
@@ -192,6 +205,7 @@ class SplitWorkbook:
         self._reap(wait=False)          # its parts are in: its exit need not hold this one up
         self._part.close()
         self._finish(True)
+        _LIVE.discard(self)
         return list(book.sheet_names)
 
     def _answer(self) -> tuple:
@@ -251,6 +265,31 @@ class SplitWorkbook:
             self._part.close()
         except OSError:
             pass
+        _LIVE.discard(self)
+
+    def kill(self) -> None:
+        """For a process about to ``os._exit``: the child killed, the temporary workbook removed
+        (no lock taken, nothing waited for)."""
+        pid = self.pid
+        if pid is not None:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        self._finish(False)
+
+
+_LIVE: set = set()          # the split workbooks of this process under way
+
+
+def abort_all() -> None:
+    """Kill every split workbook's child and remove its temporary file (the CLI's way out after
+    a stop that its orderly unwinding did not finish in time)."""
+    for w in list(_LIVE):
+        try:
+            w.kill()
+        except Exception:  # noqa: BLE001 - best effort on the way out
+            pass
 
 
 class _DrySheet:
@@ -271,12 +310,13 @@ class _DryBook:
         return _DrySheet()
 
 
-def _child(cmp, sheets, part, a_r: int, b_w: int, parent: int) -> None:
+def _child(cmp, sheets, part, a_r: int, b_w: int, parent: int, mask) -> None:
     """The forked process: the operator group's sheets into ``part``, between messages A and B."""
     code = 1
     try:
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         _die_with_parent(parent)
         with gc_paused():
             notes: list = []
