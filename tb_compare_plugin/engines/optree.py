@@ -220,10 +220,6 @@ class OpTree:
         self.size = size                       # int64 until the device spans are summed
         self.op_rows = sel[order].astype(small)
         del sel
-        self.start = start[order]
-        self.end = self.start + dur[order]
-        self.tid = tid[order]
-        self.name = names[order]
         # any ops row -> node: itself, else its nearest host-op ancestor (enqueue/dequeue rows)
         node_of = np.full(len(ops), -1, dtype=small)
         node_of[self.op_rows] = np.arange(n, dtype=small)
@@ -246,11 +242,42 @@ class OpTree:
         del order, is_step
         self._attach_device()
         self.size, self.dev_lo, self.dev_hi = (a.astype(small) for a in (self.size, self.dev_lo, self.dev_hi))
-        self.kernel_num = self.dev_hi - self.dev_lo                 # subtree device events
+
+    # Per node, the op's columns and two differences, made when first read: a parser process that
+    # builds the tree for the CLI never reads them, and they are not handed over (~75 MB of the
+    # tree's ~150 MB on a 1 GB trace, at the parser's memory peak)
+    def _ops_column(self, name: str) -> np.ndarray:
+        return self.profile.ops[name].to_numpy()[self.op_rows]
+
+    @cached_property
+    def start(self) -> np.ndarray:
+        return self._ops_column("start_ns")
+
+    @cached_property
+    def end(self) -> np.ndarray:
+        return self.start + np.maximum(self._ops_column("dur_ns"), 0)
+
+    @cached_property
+    def tid(self) -> np.ndarray:
+        return self._ops_column("tid")
+
+    @cached_property
+    def name(self) -> np.ndarray:
+        return self._ops_column("name")
+
+    @cached_property
+    def kernel_num(self) -> np.ndarray:
+        """Subtree device events."""
+        return self.dev_hi - self.dev_lo
+
+    @cached_property
+    def compute_ns(self) -> np.ndarray:
+        """Subtree device time outside collectives."""
+        return self.kernel_ns - self.comm_ns
 
     # ------------------------------------------------------------------ hand-over
-    _ARRAYS = ("parent", "depth", "size", "op_rows", "start", "end", "tid", "name", "node_of_op", "is_step",
-               "dev_lo", "dev_hi", "kernel_ns", "comm_ns", "compute_ns", "kernel_num")
+    _ARRAYS = ("parent", "depth", "size", "op_rows", "node_of_op", "is_step", "dev_lo", "dev_hi", "kernel_ns",
+               "comm_ns")
 
     def to_arrays(self) -> tuple[dict, dict]:
         """(meta, arrays): everything the tree holds, as plain values and named arrays, for a
@@ -326,7 +353,6 @@ class OpTree:
             ccum = np.concatenate([[0], np.cumsum(np.where(dev["comm"].to_numpy(bool), dur, 0))])
             self.kernel_ns = cum[self.dev_hi] - cum[self.dev_lo]       # subtree device time
             self.comm_ns = ccum[self.dev_hi] - ccum[self.dev_lo]       # ... of it in collectives
-        self.compute_ns = self.kernel_ns - self.comm_ns            # ... of it in everything else
 
     def subtree_total(self, node_values: np.ndarray) -> np.ndarray:
         """Σ of a per-node value over each node's subtree (pre-order prefix sums)."""
