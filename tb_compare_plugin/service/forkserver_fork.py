@@ -53,6 +53,16 @@ def import_shared(module: str) -> bool:
     return True
 
 
+def flush_std_streams() -> None:
+    """Flush ``sys.stdout`` and ``sys.stderr`` (before the fork, while fd 2 is still the caller's):
+    a process forked from here flushes what their buffers hold when it exits."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (AttributeError, OSError, ValueError):
+            pass
+
+
 def start() -> bool:
     """Fork the fork server from this process (after :func:`possible` and :func:`import_shared`);
     False when it could not be started (nothing left behind)."""

@@ -113,7 +113,14 @@ def _start_forkserver_quietly(fork_here: bool = False) -> None:
     from multiprocessing import forkserver, resource_tracker
     from . import forkserver_fork
     leftovers.own_semaphore_names()
-    fork_here = fork_here and forkserver_fork.possible() and forkserver_fork.import_shared(_PRELOAD[0])
+    if fork_here and forkserver_fork.possible():
+        # the resource tracker (an interpreter of its own) first, so that its start-up runs on the
+        # other core while this process imports what the fork server preloads
+        _with_children_stderr(resource_tracker.ensure_running)
+        fork_here = forkserver_fork.import_shared(_PRELOAD[0])
+        forkserver_fork.flush_std_streams()
+    else:
+        fork_here = False
     debug = os.environ.get("TB_COMPARE_DEBUG")
     saved = None if debug else os.dup(2)
     blocked = None
@@ -131,6 +138,19 @@ def _start_forkserver_quietly(fork_here: bool = False) -> None:
             os.close(saved)
         if blocked is not None:
             signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+
+
+def _with_children_stderr(fn) -> None:
+    """``fn()`` with the children's stderr file as fd 2 (a process it starts keeps that)."""
+    saved = None if os.environ.get("TB_COMPARE_DEBUG") else os.dup(2)
+    try:
+        if saved is not None:
+            os.dup2(_child_stderr_fd(), 2)
+        fn()
+    finally:
+        if saved is not None:
+            os.dup2(saved, 2)
+            os.close(saved)
 
 
 def _block_stop_signals():
