@@ -125,3 +125,23 @@ def test_quick_plan_equals_the_careful_path(name, monkeypatch):
     monkeypatch.setattr(kineto_plan, "_usable", False)
     careful = kineto_json.load(path, fast=True, chunk_bytes=300_000)
     assert len(taken) > 3 and _same(quick, careful) == []
+
+
+@needs_corpus
+def test_quick_plan_in_tiny_blocks_equals_the_careful_path(monkeypatch):
+    """The scan and the plan go block by block (kineto_plan.BLOCK events): with blocks of 7 events
+    and output room for 3 rows a group at first, the pauses, the texts decoded between blocks and
+    the output's growth all happen many times a chunk, and the profile is the careful path's."""
+    from tb_compare_plugin.loaders import kineto_plan
+    path = str(CORPUS / "gpu/hta_2rank/rank0.pt.trace.json.gz")
+    taken = []
+    take = kineto_plan.take
+    monkeypatch.setattr(kineto_plan, "take", lambda *a: taken.append(take(*a)) or taken[-1])
+    monkeypatch.setattr(kineto_plan, "BLOCK", 7)
+    monkeypatch.setattr(kineto_plan, "EVENT_BYTES", 1 << 40)
+    monkeypatch.setattr(kineto_plan, "MIN_ROOM", 3)
+    quick = kineto_json.load(path, fast=True, chunk_bytes=300_000)
+    assert len(taken) > 3 and all(taken)
+    monkeypatch.setattr(kineto_plan, "_usable", False)
+    careful = kineto_json.load(path, fast=True, chunk_bytes=300_000)
+    assert _same(quick, careful) == []

@@ -10,16 +10,19 @@ id, class as a cat, ...) is a row of ``vp``, written to the matrix directly wher
 import numba as nb
 import numpy as np
 
+from ._kineto_scan_jit import scan
 from .kineto_scan_codes import (K_ABSENT, K_FLOAT, K_INT, K_NULL, K_STR, N_DUR, N_ID, N_PID, N_TID, N_TS,
-                                NO_NS, NUM, SPAN)
+                                NO_NS, NUM, OK, PAUSE, SPAN)
 from .kineto_values import (C_FLOW, C_FWDBWD, C_KERNEL, C_MEM, C_MEMCPY, C_MEMSET, C_OP, C_OTHER, C_PYF,
                             C_RUNTIME)
 
 jit = nb.njit(cache=True, nogil=True, boundscheck=False)
 inline = nb.njit(cache=True, nogil=True, boundscheck=False, inline="always")
 
-# statuses
-DONE, DECODE, GROW, BAIL = 0, 1, 2, 3
+# statuses (FULL: a group has no room left in ``out``; PENDING: texts met in the block just planned
+# are to be decoded before the next block is scanned over them; SCAN: the scanner stopped, its
+# status in ``pos[4]``)
+DONE, DECODE, GROW, BAIL, FULL, PENDING, SCAN = 0, 1, 2, 3, 4, 5, 6
 # value domains (a text field's decoded string, a raw JSON field's bytes, a (grid, block) pair)
 DOM_STR, DOM_RAW, DOM_PAIR = 1, 2, 3
 V_NONE, V_EMPTY = 0, 1          # the value numbers of "no string" (None) and "no raw text" (b"")
@@ -201,23 +204,24 @@ def _bad(vp, v):
 
 
 @jit
-def plan(n, kn, iv, fv, kS, sh, sg, tab, st, pend, vp, cap, out, fout, newcat, counts):
+def plan(n, kn, iv, fv, kS, sh, sg, tab, st, pend, vp, cap, out, fout, newcat, base, counts, r0):
     """Classify each event as ``kineto_fast._plan`` does and write the kept ones, grouped by table
     (group g in columns g * cap + [0, counts[g])), in event order: numbers as ``_Chunk`` reads them,
     ids of text and raw fields (-(value + 2) where not known yet; the NCCL texts as value numbers),
     text pids / tids as their spans (flagged in column TXT: 1 pid, 2 tid).  ``newcat``: the cats
     without a symbol id yet, in order of first sight.  DECODE: texts met for the first time decide
     a class (decode them, then call again); BAIL: a value the careful path must judge; GROW: the
-    value table is full."""
+    value table is full; FULL: a group has ``cap`` rows.  The rows are a block of the chunk: the
+    counts start from ``base`` (the blocks before it), ``r0`` is its first row in the chunk."""
     nknown = len(vp)
     gmap = group_of()
     for g in range(NCOUNT):
-        counts[g] = 0
-    ndev = 0
-    nbad = 0
-    ntxt = 0
-    miss = 0
-    nnew = 0
+        counts[g] = base[g]
+    ndev = base[C_DEV]
+    nbad = base[C_BADTS]
+    ntxt = base[C_TXT]
+    miss = base[C_MISS]
+    nnew = base[C_NEWCAT]
     need = False                       # a class depends on a text met for the first time
     for r in range(n):
         v = V_NONE
@@ -271,9 +275,11 @@ def plan(n, kn, iv, fv, kS, sh, sg, tab, st, pend, vp, cap, out, fout, newcat, c
             nbad += 1
             continue
         g = gmap[c]
+        if counts[g] >= cap:
+            return FULL
         j = g * cap + counts[g]
         counts[g] += 1
-        out[ROW, j] = r
+        out[ROW, j] = r0 + r
         out[CLS, j] = c
         out[TS, j] = t
         if catsym >= 0:
@@ -417,3 +423,39 @@ def plan(n, kn, iv, fv, kS, sh, sg, tab, st, pend, vp, cap, out, fout, newcat, c
     counts[C_MISS] = miss
     counts[C_NEWCAT] = nnew
     return DONE
+
+
+@jit
+def scan_plan(b, pos, lim, kn, iv, fv, kS, ss, se, sh, sg, klen, kword, kslot, klut, aklen, akword, akslot, aklut,
+              tab, st, pend, vp, cap, out, fout, newcat, base, counts):
+    """Scan a chunk ``lim`` events at a time into the small tables and plan each block while its
+    rows are still in the cache (a chunk's tables would be ~50 MB).  ``pos``: [0] the byte the scan
+    goes on from, [1] rows of the chunk planned so far, [2] rows of the block in the tables not
+    planned yet, [3] 1 once the scan reached the chunk's end, [4] the scanner's status when it
+    stopped on something it does not accept (SCAN).  Returns DONE at the chunk's end, or the
+    plan's status (the caller decodes / grows and calls again: the block is planned again), or
+    PENDING after a block that met new texts (decoded before the next block's scan overwrites
+    their spans)."""
+    while True:
+        if pos[2] == 0:
+            if pos[3]:
+                return DONE
+            status, m = scan(b, pos, lim, kn, iv, fv, kS, ss, se, sh, sg, klen, kword, kslot, klut, aklen, akword,
+                             akslot, aklut)
+            if status == OK:
+                pos[3] = 1
+            elif status != PAUSE:
+                pos[4] = status
+                return SCAN
+            if m == 0:
+                continue
+            pos[2] = m
+        status = plan(pos[2], kn, iv, fv, kS, sh, sg, tab, st, pend, vp, cap, out, fout, newcat, base, counts, pos[1])
+        if status != DONE:
+            return status
+        for g in range(NCOUNT):
+            base[g] = counts[g]
+        pos[1] += pos[2]
+        pos[2] = 0
+        if st[3] > 0:
+            return PENDING

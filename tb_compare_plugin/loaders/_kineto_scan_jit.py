@@ -17,7 +17,7 @@ from numba.cpython.unsafe.numbers import trailing_zeros
 from numba.extending import intrinsic
 
 from .kineto_scan_codes import (BAD_JSON, ESC_KEY, K_FLOAT, K_HARD, K_INT, K_NULL, K_OTHER, K_STR, MISMATCH, N_DUR,  # noqa: F401
-                                N_RAW0, N_TS, NO_NS, OK, TOO_DEEP, TOO_MANY)
+                                N_RAW0, N_TS, NO_NS, OK, PAUSE, TOO_DEEP, TOO_MANY)
 
 _POW10 = np.array([10.0 ** k for k in range(23)])
 _IPOW10 = np.array([10 ** k for k in range(19)], np.int64)
@@ -434,8 +434,12 @@ def _key_is(p, s, L, n, kw, k):
 
 
 @jit
-def scan(b, kn, iv, fv, ks, ss, se, sh, sg, klen, kword, kslot, klut, aklen, akword, akslot, aklut):
+def scan(b, pos, lim, kn, iv, fv, ks, ss, se, sh, sg, klen, kword, kslot, klut, aklen, akword, akslot, aklut):
     """Walk ``[ev, ev, ...]`` once, filling row ``ev`` of the (event, field) tables: (status, events).
+
+    From the array's start when ``pos[0]`` is 0, else from byte ``pos[0]`` (an event's start, where
+    an earlier call paused): after ``lim`` events it stops at the next event's start, sets
+    ``pos[0]`` there and returns PAUSE (the rows start at 0 in every call).
 
     One flat loop; the 8-bytes-at-a-time helpers are inlined; single bytes are read through the
     address too (an array index also pays for Python's negative-index wraparound).  A number's value is derived only
@@ -449,13 +453,15 @@ def scan(b, kn, iv, fv, ks, ss, se, sh, sg, klen, kword, kslot, klut, aklen, akw
     cap = kn.shape[0]
     nkn = kn.shape[1]
     nks = ks.shape[1]
-    i = _ws(p, 0, n)
-    if i >= n or _ld1(p, i) != 91:
-        return BAD_JSON, 0
-    i = _ws(p, i + 1, n)
-    if i < n and _ld1(p, i) == 93:
+    i = pos[0]
+    if i == 0:
+        i = _ws(p, 0, n)
+        if i >= n or _ld1(p, i) != 91:
+            return BAD_JSON, 0
         i = _ws(p, i + 1, n)
-        return (OK if i == n else BAD_JSON), 0
+        if i < n and _ld1(p, i) == 93:
+            i = _ws(p, i + 1, n)
+            return (OK if i == n else BAD_JSON), 0
     ev = 0
     while True:                                         # one event per turn
         if i >= n:
@@ -635,6 +641,9 @@ def scan(b, kn, iv, fv, ks, ss, se, sh, sg, klen, kword, kslot, klut, aklen, akw
             return BAD_JSON, ev
         if _ld1(p, i) == 44:
             i = _ws(p, i + 1, n)
+            if ev >= lim:
+                pos[0] = i
+                return PAUSE, ev
             continue
         if _ld1(p, i) == 93:
             i = _ws(p, i + 1, n)

@@ -3,7 +3,9 @@
 :mod:`.kineto_fast` turns a chunk into column pieces with numpy, field by field (``_plan`` /
 ``_commit``: the careful path).  This module does the same for the common chunk in one compiled
 pass (:func:`._kineto_plan_jit.plan`), which classifies the events and writes the kept ones'
-numbers, grouped by table, into one matrix.  Text and raw JSON values become value numbers in a
+numbers, grouped by table, into one matrix.  The scan and the pass go :data:`BLOCK` events at a
+time (:func:`._kineto_plan_jit.scan_plan`), so the scanner's tables are ~800 KB, not ~50 MB a chunk;
+a chunk the pass does not take is scanned whole for the careful path.  Text and raw JSON values become value numbers in a
 hash table that lives for the whole load (keyed by both 64-bit hashes of their bytes), so each
 distinct text of the trace is decoded once, not once per chunk; what the loader makes of a value
 (its symbol id, its cat's symbol, its (grid, block) code) is kept with it and written by the pass
@@ -23,6 +25,7 @@ import msgspec
 import numpy as np
 
 from ..model.profile import KIND_COMM, KIND_COMPUTE, KIND_MEMCPY, KIND_MEMSET
+from ..model import jit as jit_cache
 from . import kineto_fast
 from . import kineto_scan as ks
 from .kineto_values import C_KERNEL, C_MEMCPY, C_OTHER, C_PYF, C_OP, CAT_CLASS, DTYPE_SIZE, collective_type
@@ -50,9 +53,8 @@ def warm() -> None:
     buf = np.frombuffer(b'[{"ph": "X", "cat": "kernel", "name": "k", "ts": 1, "dur": 1, "pid": 0, "tid": "7", '
                         b'"args": {"grid": [1, 1, 1], "block": [1, 1, 1]}}, {"ph": "X", "cat": "cpu_op", '
                         b'"name": "op", "ts": 1, "dur": 1, "pid": 0, "tid": 7}]', np.uint8)
-    status, n, *cols = ks.scan(buf)
     s = State()
-    s.plan(buf, n, *cols)
+    s.run(buf)
     s._grow()
 
 
@@ -77,9 +79,11 @@ class State:
         self.vp = np.full((2, J.NP), -1, np.int64)
         self.vp[:, [J.P_OK, J.P_CLS, J.P_MEM, J.P_PH]] = [1, C_OTHER, 0, 0]
         self.vp[J.V_NONE, J.P_SID] = 0                         # str_memo[None]
+        self._vp_room = self.vp                                # vp is the first rows of this
         self.n_bad = 0                                         # values that do not decode
         self.cap = 0                                           # events a group can hold in out
         self.out = self.fout = None
+        self.tables = None                                     # the scanner's tables for one block
         self.newcat = np.empty(64, np.int64)
         self.counts = np.zeros(J.NCOUNT, np.int64)
         self.coll: dict = {}                                   # (name id, "Collective name" value) -> type
@@ -122,23 +126,58 @@ class State:
             rows[i, :J.P_SID] = (good, CAT_CLASS.get(s.lower(), C_OTHER) if s is not None else C_OTHER,
                                  s == "[memory]", _PH.get(s, 0))
             self.n_bad += not good
-        self.vp = np.concatenate([self.vp, rows])
+        n = len(self.vp)
+        if n + m > len(self._vp_room):       # (the blocks list new texts a few at a time: amortised growth)
+            room = np.full((max(2 * len(self._vp_room), n + m), J.NP), -1, np.int64)
+            room[:n] = self.vp
+            self._vp_room = room
+        self._vp_room[n:n + m] = rows
+        self.vp = self._vp_room[:n + m]
 
-    def plan(self, buf, n, kn, iv, fv, kS, ss, se, sh, sg) -> int:
-        """Run the pass until it is done or bails: decode what it met first, grow the table, again."""
+    def _room(self, cap: int, keep: np.ndarray | None = None) -> None:
+        """Output buffers with room for ``cap`` rows a group; ``keep``: rows a group already holds,
+        moved over."""
         J = _jit()
-        if n > self.cap:
-            self.cap = n + n // 4
-            self.out = _small_pages((J.NCOL, J.NG * self.cap), np.int64)
-            self.fout = _small_pages((2, J.NG * self.cap), np.float64)
+        out = _small_pages((J.NCOL, J.NG * cap), np.int64)
+        fout = _small_pages((2, J.NG * cap), np.float64)
+        if keep is not None:
+            for g in range(J.NG):
+                k = int(keep[g])
+                out[:, g * cap:g * cap + k] = self.out[:, g * self.cap:g * self.cap + k]
+                fout[:, g * cap:g * cap + k] = self.fout[:, g * self.cap:g * self.cap + k]
+        self.cap, self.out, self.fout = cap, out, fout
+
+    def run(self, buf: np.ndarray) -> tuple[int, int]:
+        """Scan and plan the chunk ``buf`` block by block (:func:`._kineto_plan_jit.scan_plan`) until
+        its end or a stop: (status, rows planned).  DONE, or BAIL (the careful path decides: a value
+        it must judge, a text that does not decode, or the scanner stopped, its reason then given
+        by the whole chunk's scan)."""
+        J = _jit()
+        if self.tables is None:
+            self.tables = ks.new_tables(BLOCK)
+        want = len(buf) // EVENT_BYTES + MIN_ROOM             # FULL says when it is short
+        if self.cap < want:                     # (the next chunks may be a little longer: room for them)
+            self._room(want + want // 4)
+        kn, iv, fv, kS, ss, se, sh, sg = self.tables
+        pos = np.zeros(5, np.int64)
+        base = np.zeros(J.NCOUNT, np.int64)
+        bad = self.n_bad
+        wbuf = jit_cache.writable_view(buf)
         while True:
-            status = J.plan(n, kn, iv, fv, kS, sh, sg, self.tab, self.st, self.pend, self.vp, self.cap, self.out,
-                            self.fout, self.newcat, self.counts)
+            status = J.scan_plan(wbuf, pos, BLOCK, kn, iv, fv, kS, ss, se, sh, sg, *ks.TOP_TABLE, *ks.ARG_TABLE,
+                                 self.tab, self.st, self.pend, self.vp, self.cap, self.out, self.fout, self.newcat,
+                                 base, self.counts)
             self._decode(buf, ss, se)
+            if self.n_bad != bad:                   # (a text met here that does not decode)
+                return J.BAIL, int(pos[1])
             if status == J.GROW:
                 self._grow()
-            elif status != J.DECODE:
-                return status
+            elif status == J.FULL:
+                self._room(2 * self.cap, base)
+            elif status == J.DONE:
+                return status, int(pos[1])
+            elif status not in (J.DECODE, J.PENDING):
+                return J.BAIL, int(pos[1])
 
     def fix(self, arr: np.ndarray, p: int, make=None) -> None:
         """Fill in the ids not known when the pass ran (-(value + 2)) from property ``p``, taking
@@ -166,32 +205,39 @@ def take_chunk(col, view) -> str | None:
     the chunk was not taken (it then goes to the general decoder)."""
     global _usable
     buf = np.frombuffer(view, np.uint8)
-    status, n, *cols = ks.scan(buf)
-    if status != ks.OK:
-        return ks.STATUS_TEXT[status]
     if _usable is None:
         try:
             warm()
             _usable = True
         except Exception:                  # numba cannot compile the pass here: the careful path does all
             _usable = False
-    if _usable and take(col, buf, n, *cols):
+    if _usable and take(col, buf):
         return None
+    status, n, *cols = ks.scan(buf)        # the whole chunk's tables, for the careful path
+    if status != ks.OK:
+        return ks.STATUS_TEXT[status]
     return kineto_fast.careful(col, buf, n, cols)
 
 
-def take(col, buf: np.ndarray, n: int, kn, iv, fv, kS, ss, se, sh, sg) -> bool:
-    """Put the chunk's columns into ``col`` (True), or change nothing (False: the careful path decides)."""
+BLOCK = 1024
+"""Events scanned and planned at a time: their tables (~800 KB) stay in the cache between the
+scan that writes them and the plan that reads them (docs/performance.md, session 11)."""
+EVENT_BYTES, MIN_ROOM = 128, 1024
+"""The pass's output has room for a chunk's bytes / EVENT_BYTES + MIN_ROOM rows a group at first
+(GPU traces have ~250 bytes an event), twice as many whenever a group fills it."""
+
+
+def take(col, buf: np.ndarray) -> bool:
+    """Put the chunk's columns into ``col`` (True), or change nothing (False: the careful path decides,
+    or the scanner does not accept the chunk)."""
     J = _jit()
     s = col.fast_state
     if s is None:
         s = col.fast_state = State()
-    if not n:
-        return False                       # the careful path counts it (nothing to gain here)
-    bad = s.n_bad
-    if s.plan(buf, n, kn, iv, fv, kS, ss, se, sh, sg) != J.DONE or s.n_bad != bad:
-        return False                       # (a text met here that does not decode: the careful path)
-    counts = s.counts
+    status, n = s.run(buf)
+    if status != J.DONE or not n or n > len(buf) // 24 + 16:
+        return False                       # (an empty chunk: the careful path counts it; more events
+    counts = s.counts                      # than the whole chunk's tables hold: the scanner says so)
     groups = [s.out[:, g * s.cap:g * s.cap + counts[g]] if counts[g] else None for g in range(J.NG)]
     if counts[J.C_TXT] and not _text_ids(buf, groups):
         return False

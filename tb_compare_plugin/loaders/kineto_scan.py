@@ -5,8 +5,10 @@ loader's column pieces).  For every event of a chunk it records, per known field
 (absent, null, int, float, string, other), its number (ints; floats as exact ns for ``ts``/``dur``
 and as a double for the float args; for a number field holding text, its span) and, for text and
 raw-JSON fields, the byte span and two independent 64-bit hashes of it.  The tables have one row
-per event (an event's fields share cache lines); they are kept and reused by the next scan once no
-view of them is left (:func:`release` lets them go).  It validates the JSON it walks (strings, numbers, literals, nesting); anything it
+per event (an event's fields share cache lines).  The quick plan scans a chunk a block of events at
+a time into small tables of its own (:func:`new_tables`; the scanner's ``pos`` / ``lim``); a whole
+chunk's tables (:func:`scan`, for the careful path) are kept and reused by the next such scan once
+no view of them is left (:func:`release` lets them go).  It validates the JSON it walks (strings, numbers, literals, nesting); anything it
 does not accept makes it return a status other than OK and the chunk goes to the general decoder.
 
 The scanner is used by default (``TB_COMPARE_FAST_KINETO=0`` or ``kineto_json.load(..., fast=False)``
@@ -25,7 +27,7 @@ from ..model import jit as jit_cache
 from .jit_warm import FAST_MIN_BYTES
 from .kineto_scan_codes import (ARG_KEYS, BAD_JSON, ESC_KEY, K_ABSENT, K_FLOAT, K_HARD, K_INT,  # noqa: F401
                                 K_NULL, K_OTHER, K_STR, MISMATCH, N_DUR, N_ID, N_PID, N_RAW0, N_TID, N_TS,
-                                NO_NS, NUM, NUM_KEYS, OK, RAW_KEYS, SPAN, SPAN_KEYS, STATUS_TEXT, STR_KEYS,
+                                NO_NS, NUM, NUM_KEYS, OK, PAUSE, RAW_KEYS, SPAN, SPAN_KEYS, STATUS_TEXT, STR_KEYS,
                                 TOO_DEEP, TOO_MANY, TOP_KEYS)
 
 _scan = None
@@ -148,18 +150,24 @@ def _tables(cap: int) -> list:
     # each table is referenced only by the list, the loop variable and getrefcount's argument
     if _pool and _pool[0].shape[0] >= cap and all(sys.getrefcount(a) == 3 for a in _pool):
         return [a[:cap] for a in _pool]
-    nn, ns = len(NUM_KEYS), len(SPAN_KEYS)
-    room = cap + cap // 4                 # the next chunks may be a little longer (cut at an event's end)
-    _pool = [np.empty((room, nn), np.uint8), np.empty((room, nn), np.int64), np.empty((room, nn), np.float64),
-             np.empty((room, ns), np.uint8), np.empty((room, ns), np.int64), np.empty((room, ns), np.int64),
-             np.empty((room, ns), np.uint64), np.empty((room, ns), np.int64)]
+    _pool = new_tables(cap + cap // 4)    # the next chunks may be a little longer (cut at an event's end)
     return [a[:cap] for a in _pool]
+
+
+def new_tables(rows: int) -> list:
+    """Empty tables (kinds, ints, floats, span kinds, starts, ends, hashes, second hashes) for
+    ``rows`` events, as :func:`scan` returns them."""
+    nn, ns = len(NUM_KEYS), len(SPAN_KEYS)
+    return [np.empty((rows, nn), np.uint8), np.empty((rows, nn), np.int64), np.empty((rows, nn), np.float64),
+            np.empty((rows, ns), np.uint8), np.empty((rows, ns), np.int64), np.empty((rows, ns), np.int64),
+            np.empty((rows, ns), np.uint64), np.empty((rows, ns), np.int64)]
 
 
 def _run(fn, buf: np.ndarray):
     """The scan of ``buf``; a read-only buffer (decompressed ``bytes``) goes in as a writable-typed
     view of its memory, so numba compiles and loads one form of the scanner, not two (it never
     writes into the buffer)."""
-    tables = _tables(len(buf) // 24 + 16)
-    status, n = fn(jit_cache.writable_view(buf), *tables, *TOP_TABLE, *ARG_TABLE)
+    cap = len(buf) // 24 + 16
+    tables = _tables(cap)
+    status, n = fn(jit_cache.writable_view(buf), np.zeros(1, np.int64), cap + 1, *tables, *TOP_TABLE, *ARG_TABLE)
     return (status, n, *tables)

@@ -25,6 +25,7 @@ K_ABSENT, K_NULL, K_INT, K_FLOAT, K_STR, K_OTHER, K_HARD = range(7)
 NO_NS = -2 ** 63                  # a number whose exact ns the scanner could not give
 # statuses
 OK, BAD_JSON, MISMATCH, TOO_DEEP, TOO_MANY, ESC_KEY = range(6)
+PAUSE = 6                         # (not an end: the scan stopped after the events asked for)
 STATUS_TEXT = {BAD_JSON: "JSON the fast scanner does not accept", MISMATCH: "fields of an unexpected type",
                TOO_DEEP: "values nested deeper than 64", TOO_MANY: "more events than the scanner expects",
                ESC_KEY: "escaped keys"}
