@@ -179,7 +179,10 @@ class SplitWorkbook:
         notes_rest: list = []
         planned = plan_sheets(cmp, self.sheets, notes_rest, REST)
         msg = self._answer()
-        _, names, styles, cache, notes_child, planned_child, any_child = msg
+        _, names, styles, cache, notes_child, planned_child, rows_child = msg
+        any_child = rows_child > 0
+        if rows_child + sum(len(d.rows) for d in planned) > 50_000:   # the one-process writer's rule:
+            book.compresslevel = book.big_level = 1                   # the quicker deflate from here on
         mark("xlsx: child's sheets counted")
         book.styles = sb.styles = styles
         sb._cache = cache
@@ -339,7 +342,7 @@ def _child(cmp, sheets, part, a_r: int, b_w: int, parent: int, mask) -> None:
             for d in mine:                      # the styles the sheets register, in order (no XML)
                 write_sheet(dry, sb, d, base_label, target_label)
             _send(b_w, ("ok", dry.sheet_names, book.styles, sb._cache, notes,
-                        [d.layout.name for d in planned], any(d.rows for d in planned)))
+                        [d.layout.name for d in planned], sum(len(d.rows) for d in planned)))
             for d in mine:
                 write_sheet(book, sb, d, base_label, target_label)
             if mine:
