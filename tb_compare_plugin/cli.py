@@ -376,7 +376,7 @@ def _split_workbook(args, cmp):
     if not (_STATE["program"] or os.environ.get(xlsx_split.ENV) == "1"):
         return None
     sheets = selected_sheets(args)
-    if not xlsx_split.wanted(sheets):
+    if not xlsx_split.wanted(sheets, cmp):
         return None
     try:
         return xlsx_split.SplitWorkbook(cmp, os.path.abspath(args.xlsx), sheets)

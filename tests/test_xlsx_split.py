@@ -184,3 +184,21 @@ def test_stop_during_the_split_leaves_nothing(tmp_path, slow_pair, moment):
             os.killpg(proc.pid, signal.SIGKILL)
         except OSError:
             pass
+
+
+@needs_samples
+@pytest.mark.parametrize("extra,splits", [(("--disable-module",), False), ((), True)])
+def test_the_program_splits_only_module_sheets(tmp_path, extra, splits):
+    """By default the command forks its workbook writer for the module sheets only (operator
+    sheets: the child's memory would count again for little time)."""
+    import subprocess
+    import sys
+    marks = tmp_path / "marks"
+    env = {**os.environ, "TB_COMPARE_TIMING": str(marks), "TB_COMPARE_CACHE_DIR": str(tmp_path / "cache")}
+    env.pop(xlsx_split.ENV, None)
+    r = subprocess.run([sys.executable, "-m", "tb_compare_plugin.cli", SAMPLES / "target_npu",
+                        SAMPLES / "target_npu_v2", "-q", "--no-cache", "--xlsx", tmp_path / "o.xlsx", *extra],
+                       capture_output=True, text=True, env=env, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert ("xlsx: forking" in marks.read_text()) == splits
+    assert zipfile.ZipFile(tmp_path / "o.xlsx").testzip() is None

@@ -51,11 +51,17 @@ class WriterFailed(Exception):
     """The workbook's child process failed (its one-line reason)."""
 
 
-def wanted(sheets) -> bool:
-    """Whether a split pays and may run: a fork-capable Linux, not turned off, and the operator
-    group selected (``sheets``: the CLI's selection, None = all)."""
-    return (sys.platform.startswith("linux") and hasattr(os, "fork") and os.environ.get(ENV) != "0"
-            and (sheets is None or "operator" in sheets))
+def wanted(sheets, cmp=None) -> bool:
+    """Whether the CLI splits its workbook: a fork-capable Linux, the operator group selected
+    (``sheets``: the CLI's selection, None = all), and (``cmp`` given) module sheets on both sides.
+    Operator sheets (GPU pairs) are not split by default: the child's share is ~0.3 s there, and
+    the pages it inherits count again in the process tree's summed RSS (gpu_1gb: ~1.0 -> ~1.23 GB,
+    the run's peak), for ~0.07 s.  ``TB_COMPARE_XLSX_SPLIT``: "0" never, "1" whenever possible."""
+    setting = os.environ.get(ENV)
+    if not (sys.platform.startswith("linux") and hasattr(os, "fork") and setting != "0"
+            and (sheets is None or "operator" in sheets)):
+        return False
+    return setting == "1" or cmp is None or _both_have_modules(cmp)
 
 
 def _send(fd: int, obj) -> None:
