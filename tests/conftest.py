@@ -229,17 +229,40 @@ class _Dask:
     def close(cls) -> None:
         if cls.cluster is not None:
             cluster, cls.cluster = cls.cluster, None
-            cluster.close()
+            try:
+                cluster.close()
+            except Exception:  # noqa: BLE001 - one already gone
+                pass
 
 
-@pytest.fixture(scope="session")
+def _accepts(address: str) -> bool:
+    """Whether the scheduler at ``address`` (tcp://HOST:PORT) takes a connection now."""
+    import socket
+    from urllib.parse import urlparse
+    u = urlparse(address)
+    try:
+        with socket.create_connection((u.hostname, u.port), timeout=5):
+            return True
+    except OSError:
+        return False
+
+
+@pytest.fixture
 def dask_scheduler():
-    """Address of a LocalCluster (2 worker processes, one thread each), shared by the modules."""
+    """Address of a LocalCluster (2 worker processes, one thread each), shared by the tests that
+    ask for it: started by the first, closed after the last (``_close_dask_after``).  Looked up per
+    test, not cached for the session: a cluster found closed or not taking connections is started
+    again rather than handed out (a full run once gave a test a scheduler that never answered)."""
     distributed = pytest.importorskip("distributed")
+    if _Dask.cluster is not None and not _accepts(_Dask.cluster.scheduler_address):
+        _Dask.close()
     if _Dask.cluster is None:
         _Dask.cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                                  dashboard_address=None)
-    yield _Dask.cluster.scheduler_address
+    return _Dask.cluster.scheduler_address
+
+
+def pytest_sessionfinish(session, exitstatus):
     _Dask.close()
 
 

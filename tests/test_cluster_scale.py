@@ -40,9 +40,9 @@ def local_json(run_dir):
     return svc.cluster_json(run_dir, cache=None)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def dask_address(dask_scheduler):
-    """conftest's LocalCluster (2 worker processes), one for every module that uses Dask."""
+    """conftest's LocalCluster (2 worker processes), shared by every test that uses Dask."""
     return dask_scheduler
 
 
