@@ -44,6 +44,7 @@ goes into the error when a child dies; ``TB_COMPARE_DEBUG=1`` leaves the childre
 from __future__ import annotations
 
 import atexit
+import contextlib
 import logging
 import multiprocessing as mp
 import os
@@ -116,37 +117,34 @@ def _start_forkserver_quietly(fork_here: bool = False) -> None:
     if fork_here and forkserver_fork.possible():
         # the resource tracker (an interpreter of its own) first, so that its start-up runs on the
         # other core while this process imports what the fork server preloads
-        _with_children_stderr(resource_tracker.ensure_running)
+        with _children_stderr():
+            resource_tracker.ensure_running()
         fork_here = forkserver_fork.import_shared(_PRELOAD[0])
         forkserver_fork.flush_std_streams()
     else:
         fork_here = False
-    debug = os.environ.get("TB_COMPARE_DEBUG")
-    saved = None if debug else os.dup(2)
     blocked = None
     try:
-        if saved is not None:
-            os.dup2(_child_stderr_fd(), 2)
-        # the resource tracker first: starting it unblocks SIGINT and SIGTERM on its way out
-        resource_tracker.ensure_running()
-        blocked = _block_stop_signals()
-        if not (fork_here and forkserver_fork.start()):
-            forkserver.ensure_running()
-    finally:                # fd 2 restored, then the signals: one that came meanwhile is handled now
-        if saved is not None:
-            os.dup2(saved, 2)
-            os.close(saved)
+        with _children_stderr():
+            # the resource tracker first: starting it unblocks SIGINT and SIGTERM on its way out
+            resource_tracker.ensure_running()
+            blocked = _block_stop_signals()
+            if not (fork_here and forkserver_fork.start()):
+                forkserver.ensure_running()
+    finally:                # after fd 2 is restored, the signals: one that came meanwhile is handled now
         if blocked is not None:
             signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
 
 
-def _with_children_stderr(fn) -> None:
-    """``fn()`` with the children's stderr file as fd 2 (a process it starts keeps that)."""
+@contextlib.contextmanager
+def _children_stderr():
+    """While inside, fd 2 is the children's stderr file (a process started meanwhile keeps it);
+    unchanged with ``TB_COMPARE_DEBUG`` set."""
     saved = None if os.environ.get("TB_COMPARE_DEBUG") else os.dup(2)
     try:
         if saved is not None:
             os.dup2(_child_stderr_fd(), 2)
-        fn()
+        yield
     finally:
         if saved is not None:
             os.dup2(saved, 2)
