@@ -172,6 +172,8 @@ def test_stop_during_the_split_leaves_nothing(tmp_path, slow_pair, moment):
         err = proc.stderr.read().decode()
         if proc.returncode == 0:
             pytest.skip("the run ended before the signal")
+        if "cli: xlsx written" in marks.read_text():     # finished (renamed into place) first: a
+            pytest.skip("the workbook was finished before the signal")   # whole file, not half a one
         assert proc.returncode == 143, err
         assert err.splitlines() == ["tb-compare: interrupted (SIGTERM)"], err
         assert os.listdir(out) == []
