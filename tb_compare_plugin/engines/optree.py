@@ -42,14 +42,17 @@ def none_for_missing(df: pd.DataFrame) -> pd.DataFrame:
     return df
 
 
-def preorder(parent: np.ndarray, start: np.ndarray, dur: np.ndarray):
+def preorder(parent: np.ndarray, start: np.ndarray, dur: np.ndarray, index_dtype=np.int64):
     """Pre-order layout of a forest given by ``parent`` (row indices, -1 = root).
 
     Siblings (and roots) are ordered by start, longer first, then row.  Returns
     (order, parent, depth, size) with order[k] = the row at pre-order position k and the other
     arrays indexed by position; the subtree of position k is [k, k + size[k]).  With numba
-    (``model.jit``): the rows by (start, longer first, row), bucketed by parent, and one
-    depth-first walk over those children lists.
+    (``model.jit``): the rows by (start, longer first, row), then, when every parent comes before
+    its children in that order (a nesting by time), two passes over it (subtree sizes, then
+    positions); else those rows bucketed by parent and one depth-first walk over those lists.
+    ``index_dtype``: the type of order, parent and depth (int32 saves a copy when the caller
+    keeps them so); size is int64.
     """
     n = len(parent)
     parent = np.asarray(parent, np.int64)
@@ -57,10 +60,17 @@ def preorder(parent: np.ndarray, start: np.ndarray, dur: np.ndarray):
     if k is not None:
         start = np.asarray(start, np.int64)
         by_start = k.longer_first(np.argsort(start, kind="stable"), start, start + np.asarray(dur, np.int64))
+        order, ppos, depth = (np.empty(n, index_dtype) for _ in range(3))
+        size = np.empty(n, np.int64)
+        if k.preorder_prefix(parent, by_start, order, ppos, depth, size, np.empty(n, index_dtype),
+                             np.empty(n, index_dtype)):
+            return order, ppos, depth, size     # two passes: every parent before its children by start
+        del order, ppos, depth, size
         order, ppos, depth, size, reached = k.preorder_walk(parent, by_start, np.empty(n + 2, np.int64),
                                                             *(np.empty(n, np.int64) for _ in range(7)))
         if reached == n:                    # else a cycle: the numpy form below says what it says
-            return order, ppos, depth, size
+            return order.astype(index_dtype, copy=False), ppos.astype(index_dtype, copy=False), \
+                depth.astype(index_dtype, copy=False), size
     depth = depths(parent)
     has = parent >= 0
     size = np.ones(n, np.int64)
@@ -85,7 +95,8 @@ def preorder(parent: np.ndarray, start: np.ndarray, dur: np.ndarray):
     order = np.empty(n, np.int64)
     order[pos] = np.arange(n)
     ppos = np.where(has, pos[np.maximum(parent, 0)], -1)
-    return order, ppos[order], depth[order], size[order]
+    return (order.astype(index_dtype, copy=False), ppos[order].astype(index_dtype, copy=False),
+            depth[order].astype(index_dtype, copy=False), size[order])
 
 
 def adopt(parent, start, end, tid, is_annotation, is_step) -> np.ndarray:
@@ -142,13 +153,14 @@ def adopt(parent, start, end, tid, is_annotation, is_step) -> np.ndarray:
     return parent
 
 
-def _loader_parents(ops, sel: np.ndarray):
-    """The loader's per-thread nesting re-indexed to ``sel`` when it nested exactly these ops
-    (every selected op's parent is selected too); None when the tree must be rebuilt."""
-    if not len(sel):
+def _loader_parents(ops, sel: np.ndarray | None):
+    """The loader's per-thread nesting re-indexed to ``sel`` (None: every op) when it nested
+    exactly these ops (every selected op's parent is selected too); None when the tree must be
+    rebuilt."""
+    if not len(ops) or (sel is not None and not len(sel)):
         return None
     parent = ops["parent"].to_numpy()
-    if len(sel) == len(ops):                        # every op (sel is sorted and distinct)
+    if sel is None or len(sel) == len(ops):         # every op (sel is sorted and distinct)
         has = parent >= 0
         return np.where(has, parent, -1) if has.any() else None
     pos = np.full(len(ops), -1, dtype=np.int64)
@@ -194,8 +206,10 @@ class OpTree:
         self.device = profile.meta.device
         ops = profile.ops
         sym = profile.symbols
-        sel = np.flatnonzero(host_op_mask(profile)) if len(ops) else np.zeros(0, np.int64)
-        every = len(sel) == len(ops)                # every op is a host op: no copies
+        host = host_op_mask(profile) if len(ops) else np.zeros(0, bool)
+        every = bool(host.all())                    # every op is a host op: no copies
+        sel = None if every else np.flatnonzero(host)
+        del host
         start = ops["start_ns"].to_numpy() if every else ops["start_ns"].to_numpy()[sel]
         dur = np.maximum(ops["dur_ns"].to_numpy() if every else ops["dur_ns"].to_numpy()[sel], 0)
         tid = ops["tid"].to_numpy() if every else ops["tid"].to_numpy()[sel]
@@ -208,17 +222,15 @@ class OpTree:
             par, _ = nest(start, start + dur, tid)
         is_step = id_mask(names, step_ids)
         par = adopt(par, start, start + dur, tid, id_mask(cats, annot_ids), is_step)
-        order, parent, depth, size = preorder(par, start, dur)
-        del par
-        n = len(sel)
+        n = len(start)
         self.n = n
         # node positions and counts as int32 (a 1 GB trace's 1.9 M nodes: 60 MB less here and in
         # the copy a parser process hands over); times and sums of times stay int64
         small = _index_dtype(max(n, len(ops)))
-        self.parent, self.depth = parent.astype(small), depth.astype(small)
-        del parent, depth
+        order, self.parent, self.depth, size = preorder(par, start, dur, small)
+        del par
         self.size = size                       # int64 until the device spans are summed
-        self.op_rows = sel[order].astype(small)
+        self.op_rows = order if every else sel[order].astype(small)
         del sel
         # any ops row -> node: itself, else its nearest host-op ancestor (enqueue/dequeue rows)
         node_of = np.full(len(ops), -1, dtype=small)
@@ -241,7 +253,7 @@ class OpTree:
         self.is_step = is_step[order]
         del order, is_step
         self._attach_device()
-        self.size, self.dev_lo, self.dev_hi = (a.astype(small) for a in (self.size, self.dev_lo, self.dev_hi))
+        self.size, self.dev_lo, self.dev_hi = (a.astype(small, copy=False) for a in (self.size, self.dev_lo, self.dev_hi))
 
     # Per node, the op's columns and two differences, made when first read: a parser process that
     # builds the tree for the CLI never reads them, and they are not handed over (~75 MB of the
@@ -339,10 +351,12 @@ class OpTree:
         node = dev["node"].to_numpy()
         dur = dev["dur_ns"].to_numpy(dtype=np.int64)
         kern = jit.kernels(self.n)
-        if kern is not None:
+        if kern is not None:                # the spans in the tree's index type, the sums in int64
+            small = _index_dtype(max(self.n, len(prof.ops)))
             self.dev_lo, self.dev_hi, self.kernel_ns, self.comm_ns = kern.subtree_spans(
                 np.asarray(node, np.int64), np.asarray(self.size, np.int64), dur, dev["comm"].to_numpy(bool),
-                np.empty(self.n + 1, np.int64), *(np.empty(self.n, np.int64) for _ in range(3)))
+                np.empty(self.n + 1, small), np.empty(self.n, small), np.empty(self.n, np.int64),
+                np.empty(self.n, np.int64))
         else:
             ids = np.arange(self.n)
             first = np.zeros(self.n + 1, np.int64)       # first dev row of each node (node-sorted rows)

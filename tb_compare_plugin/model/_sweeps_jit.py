@@ -136,6 +136,51 @@ def preorder_walk(parent, by_start, first, sib, order, ppos, depth, size, pos, s
 
 
 @jit
+def preorder_prefix(parent, by_start, order, ppos, depth, size, sz, at):
+    """:func:`preorder_walk`'s answer in two sequential passes over ``by_start``, when every
+    parent comes before its children there (a nesting by time: a parent starts no later, and at
+    an equal start it is the longer one or the earlier row): subtree sizes in reverse order, then
+    each row's position = its parent's next free slot (the parent's position + 1, plus the sizes
+    of its earlier children), roots one after another.  Returns False as soon as a row comes
+    before its parent (the outputs are then unfinished: use :func:`preorder_walk`).  ``sz`` and
+    ``at`` are int64 scratch of n rows (by row): a row's subtree size, then once it is placed its
+    next free slot; its position."""
+    n = len(parent)
+    for i in range(n):
+        sz[i] = 1
+        at[i] = -1
+    for i in range(n - 1, -1, -1):
+        r = by_start[i]
+        p = parent[r]
+        if p >= 0:
+            sz[p] += sz[r]
+    free = 0
+    for i in range(n):
+        r = by_start[i]
+        p = parent[r]
+        s = sz[r]
+        if p < 0:
+            k = free
+            free += s
+            q = -1
+            d = 0
+        else:
+            q = at[p]
+            if q < 0:
+                return False
+            k = sz[p]
+            sz[p] = k + s
+            d = depth[q] + 1
+        at[r] = k
+        sz[r] = k + 1
+        order[k] = r
+        ppos[k] = q
+        depth[k] = d
+        size[k] = s
+    return True
+
+
+@jit
 def child_sums(parent, value):
     """Per row, the sum of ``value`` over the rows whose ``parent`` it is (int64, in row order)."""
     out = np.zeros(len(parent), np.int64)
@@ -151,7 +196,8 @@ def subtree_spans(node, size, dur, comm, first, hi, total, in_comm):
     """For a pre-ordered forest (``size`` per position) and rows sorted by the ``node`` they hang
     under: per node, the rows of its subtree [lo, hi), their summed ``dur``, and of it the rows
     flagged ``comm``.  ``first`` (n + 1 rows; lo is its first n), ``hi``, ``total``, ``in_comm``
-    (n rows) are uninitialised int64 allocated by the caller (see :func:`nest_sweep`)."""
+    (n rows) are uninitialised arrays allocated by the caller (see :func:`nest_sweep`): int64, or
+    int32 for ``first`` and ``hi`` when the rows fit."""
     n = len(size)
     m = len(node)
     for i in range(n + 1):                     # first row of each node
@@ -269,6 +315,9 @@ def warm() -> None:
     longer_first(i.copy(), np.zeros(3, np.int64), np.array([1, 3, 2], np.int64))
     nest_sweep(i, np.array([5, 3, 4], np.int64), np.zeros(3, np.int64), *(np.empty(3, np.int64) for _ in range(3)))
     preorder_walk(p, i, np.empty(5, np.int64), *(np.empty(3, np.int64) for _ in range(7)))
+    preorder_prefix(p, i, *(np.empty(3, np.int64) for _ in range(6)))
+    i32 = np.empty(3, np.int32)
+    preorder_prefix(p, i, i32, i32.copy(), i32.copy(), np.empty(3, np.int64), i32.copy(), i32.copy())
     pair_ids(i, p, 4)
     child_sums(p, i)
     union_sorted(i, i + 1, i)
@@ -276,3 +325,5 @@ def warm() -> None:
     group_extreme(i, i, 3, 0, True)
     subtree_spans(np.zeros(1, np.int64), np.ones(3, np.int64), np.ones(1, np.int64), np.ones(1, np.bool_),
                   np.empty(4, np.int64), *(np.empty(3, np.int64) for _ in range(3)))
+    subtree_spans(np.zeros(1, np.int64), np.ones(3, np.int64), np.ones(1, np.int64), np.ones(1, np.bool_),
+                  np.empty(4, np.int32), np.empty(3, np.int32), np.empty(3, np.int64), np.empty(3, np.int64))
