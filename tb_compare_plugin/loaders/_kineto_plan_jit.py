@@ -9,6 +9,9 @@ id, class as a cat, ...) is a row of ``vp``, written to the matrix directly wher
 """
 import numba as nb
 import numpy as np
+from llvmlite import ir
+from numba.core import types
+from numba.extending import intrinsic
 
 from ._kineto_scan_jit import scan
 from .kineto_scan_codes import (K_ABSENT, K_FLOAT, K_INT, K_NULL, K_STR, N_DUR, N_ID, N_PID, N_TID, N_TS,
@@ -64,50 +67,84 @@ N_PYID, N_PYPAR, N_DEVID, N_MBYTES, N_ADDR, N_ALLOC, N_RES, N_NELEMS = (
 N_REGS, N_SHMEM, N_BPS, N_OCC = (NUM["registers per thread"], NUM["shared memory"], NUM["blocks per SM"],
                                  NUM["est. achieved occupancy %"])
 
+@intrinsic
+def _get(typingctx, addr, k):
+    """The int64 at address ``addr + 8 k`` (an array's element read through the array's address:
+    numba updates an array's reference count, an atomic add, wherever it is passed, also to an
+    inlined helper, and its pruning pass leaves the pairs across the helpers' branches -- it was
+    more than half of this pass's time)."""
+    sig = types.int64(addr, k)
+
+    def codegen(context, builder, signature, args):
+        a, i = args
+        ptr = builder.inttoptr(builder.add(a, builder.mul(i, ir.Constant(ir.IntType(64), 8))),
+                               ir.IntType(64).as_pointer())
+        return builder.load(ptr, align=8)
+    return sig, codegen
+
+
+@intrinsic
+def _set(typingctx, addr, k, val):
+    """Store the int64 ``val`` at address ``addr + 8 k``."""
+    sig = types.void(addr, k, types.int64)
+
+    def codegen(context, builder, signature, args):
+        a, i, v = args
+        v = context.cast(builder, v, signature.args[2], types.int64)
+        ptr = builder.inttoptr(builder.add(a, builder.mul(i, ir.Constant(ir.IntType(64), 8))),
+                               ir.IntType(64).as_pointer())
+        builder.store(v, ptr, align=8)
+        return context.get_dummy_value()
+    return sig, codegen
+
+
 _GOLD = np.uint64(0x9E3779B97F4A7C15)
 _DOMMIX = np.uint64(0xC2B2AE3D27D4EB4F)
 
 
 @inline
-def _find(tab, st, pend, h, g, dom, a, b):
+def _find(T, h, g, dom, a, b):
     """The value number of (h, g) in domain ``dom``; a new one (listed in ``pend`` with ``a``, ``b``:
     the row and field where its text is, or the pair's two values) when first met.  -2: the same
     first hash with another second hash (a collision); -3: the table is too full (grow it).
-    ``tab`` rows: first hash (its bits as int64), second hash, value number (-1: free), domain."""
-    size = len(tab)
+    ``T``: (tab's address, its rows, st's address, pend's address, its rows), see :func:`plan`.
+    ``tab`` rows: first hash (its bits as int64), second hash, value number (-1: free), domain;
+    ``st``: entries, values, hash shift, pending."""
+    tp, size, sp, pp, npend = T
     hi = np.int64(h)
     key = h ^ (np.uint64(dom) * _DOMMIX)
-    p = np.int64((key * _GOLD) >> np.uint64(st[2])) & (size - 1)
+    p = np.int64((key * _GOLD) >> np.uint64(_get(sp, 2))) & (size - 1)
     while True:
-        v = tab[p, 2]
+        v = _get(tp, 4 * p + 2)
         if v < 0:
-            if st[0] * 4 >= size * 3 or st[3] >= len(pend):
+            q = _get(sp, 3)
+            if _get(sp, 0) * 4 >= size * 3 or q >= npend:
                 return -3
-            tab[p, 0] = hi
-            tab[p, 1] = g
-            tab[p, 3] = dom
-            v = st[1]
-            tab[p, 2] = v
-            st[0] += 1
-            st[1] += 1
-            pend[st[3], 0] = a
-            pend[st[3], 1] = b
-            pend[st[3], 2] = dom
-            st[3] += 1
+            v = _get(sp, 1)
+            _set(tp, 4 * p, hi)
+            _set(tp, 4 * p + 1, g)
+            _set(tp, 4 * p + 2, v)
+            _set(tp, 4 * p + 3, dom)
+            _set(sp, 0, _get(sp, 0) + 1)
+            _set(sp, 1, v + 1)
+            _set(pp, 3 * q, a)
+            _set(pp, 3 * q + 1, b)
+            _set(pp, 3 * q + 2, dom)
+            _set(sp, 3, q + 1)
             return v
-        if tab[p, 0] == hi and tab[p, 3] == dom:
-            if tab[p, 1] == g:
+        if _get(tp, 4 * p) == hi and _get(tp, 4 * p + 3) == dom:
+            if _get(tp, 4 * p + 1) == g:
                 return v
             return -2
         p = (p + 1) & (size - 1)
 
 
 @inline
-def _text(kS, sh, sg, tab, st, pend, r, f, dom, none):
+def _text(kS, sh, sg, T, r, f, dom, none):
     """The value number of text / raw field ``f`` of row ``r`` (``none`` when it is not a string)."""
     if kS[r, f] != K_STR:
         return none
-    return _find(tab, st, pend, sh[r, f], sg[r, f], dom, r, f)
+    return _find(T, sh[r, f], sg[r, f], dom, r, f)
 
 
 @jit
@@ -152,21 +189,22 @@ def _float(kn, fv, r, f):
 
 
 @inline
-def _put_int(kn, iv, out, r, f, col, j, default):
-    """out[col, j] = integer field ``f`` of row ``r``; False when it is not plain."""
+def _put_int(kn, iv, op, r, f, k, default):
+    """out[k] = integer field ``f`` of row ``r`` (``op``: the output's address, ``k`` the flat
+    index of (column, row)); False when it is not plain."""
     x, ok = _int(kn, iv, r, f, default)
-    out[col, j] = x
+    _set(op, k, x)
     return ok
 
 
 @inline
-def _put_text(kS, sh, sg, tab, st, pend, vp, out, r, f, col, j):
-    """out[col, j] = the value number of text field ``f`` of row ``r`` (returned; -1: one known not
+def _put_text(kS, sh, sg, T, vpp, nv, op, r, f, k):
+    """out[k] = the value number of text field ``f`` of row ``r`` (returned; -1: one known not
     to decode, -2 / -3 as ``_find``)."""
-    v = _text(kS, sh, sg, tab, st, pend, r, f, DOM_STR, V_NONE)
-    if v >= 0 and v < len(vp) and vp[v, P_OK] == 0:
+    v = _text(kS, sh, sg, T, r, f, DOM_STR, V_NONE)
+    if v >= 0 and _bad(vpp, nv, v):
         v = -1
-    out[col, j] = v
+    _set(op, k, v)
     return v
 
 
@@ -186,21 +224,22 @@ def group_of():
 
 
 @inline
-def _id(vp, v, p, out, col, j, miss):
-    """out[col, j] = property ``p`` of value ``v``, or -(v + 2) when not known yet (misses + 1)."""
-    if v < len(vp):
-        x = vp[v, p]
+def _id(vpp, nv, v, p, op, k, miss):
+    """out[k] = property ``p`` of value ``v`` (``vpp``: vp's address, ``nv`` its rows), or -(v + 2)
+    when not known yet (misses + 1)."""
+    if v < nv:
+        x = _get(vpp, v * NP + p)
         if x >= 0:
-            out[col, j] = x
+            _set(op, k, x)
             return miss
-    out[col, j] = -(v + 2)
+    _set(op, k, -(v + 2))
     return miss + 1
 
 
 @inline
-def _bad(vp, v):
+def _bad(vpp, nv, v):
     """Value ``v`` is known not to decode (one met for the first time is checked by the caller)."""
-    return v < len(vp) and vp[v, P_OK] == 0
+    return v < nv and _get(vpp, v * NP + P_OK) == 0
 
 
 @jit
@@ -214,6 +253,11 @@ def plan(n, kn, iv, fv, kS, sh, sg, tab, st, pend, vp, cap, out, fout, newcat, b
     value table is full; FULL: a group has ``cap`` rows.  The rows are a block of the chunk: the
     counts start from ``base`` (the blocks before it), ``r0`` is its first row in the chunk."""
     nknown = len(vp)
+    nv = nknown
+    vpp = vp.ctypes.data                # vp and out go to the helpers as addresses (_get, _set)
+    op = out.ctypes.data
+    W = out.shape[1]
+    T = (tab.ctypes.data, len(tab), st.ctypes.data, pend.ctypes.data, len(pend))   # the value table (_find)
     gmap = group_of()
     for g in range(NCOUNT):
         counts[g] = base[g]
@@ -226,7 +270,7 @@ def plan(n, kn, iv, fv, kS, sh, sg, tab, st, pend, vp, cap, out, fout, newcat, b
     for r in range(n):
         v = V_NONE
         if kS[r, S_CAT] == K_STR:
-            v = _find(tab, st, pend, sh[r, S_CAT], sg[r, S_CAT], DOM_STR, r, S_CAT)
+            v = _find(T, sh[r, S_CAT], sg[r, S_CAT], DOM_STR, r, S_CAT)
             if v < 0:
                 return GROW if v == -3 else BAIL
             if v >= nknown:
@@ -248,7 +292,7 @@ def plan(n, kn, iv, fv, kS, sh, sg, tab, st, pend, vp, cap, out, fout, newcat, b
         if c == C_OTHER:
             if kS[r, S_NAME] != K_STR:
                 continue
-            w = _find(tab, st, pend, sh[r, S_NAME], sg[r, S_NAME], DOM_STR, r, S_NAME)
+            w = _find(T, sh[r, S_NAME], sg[r, S_NAME], DOM_STR, r, S_NAME)
             if w < 0:
                 return GROW if w == -3 else BAIL
             if w >= nknown:
@@ -300,51 +344,51 @@ def plan(n, kn, iv, fv, kS, sh, sg, tab, st, pend, vp, cap, out, fout, newcat, b
                 return BAIL
             out[DUR, j] = d
             out[GIVEN, j] = given
-        v = _text(kS, sh, sg, tab, st, pend, r, S_PH, DOM_STR, V_NONE)
+        v = _text(kS, sh, sg, T, r, S_PH, DOM_STR, V_NONE)
         if v < 0:
             return GROW if v == -3 else BAIL
-        if _bad(vp, v):
+        if _bad(vpp, nv, v):
             return BAIL
-        miss = _id(vp, v, P_PH, out, PH, j, miss)
+        miss = _id(vpp, nv, v, P_PH, op, PH * W + j, miss)
         txt = 0                                      # text pid / tid: their spans, read by the caller
         if kn[r, N_PID] == K_STR:
             out[PID, j] = iv[r, N_PID]
             txt = 1
-        elif not _put_int(kn, iv, out, r, N_PID, PID, j, -1):
+        elif not _put_int(kn, iv, op, r, N_PID, PID * W + j, -1):
             return BAIL
         if kn[r, N_TID] == K_STR:
             out[TID, j] = iv[r, N_TID]
             txt |= 2
-        elif not _put_int(kn, iv, out, r, N_TID, TID, j, -1):
+        elif not _put_int(kn, iv, op, r, N_TID, TID * W + j, -1):
             return BAIL
         out[TXT, j] = txt
         ntxt += txt != 0
         if g <= G_PYF:
-            v = _text(kS, sh, sg, tab, st, pend, r, S_NAME, DOM_STR, V_NONE)
+            v = _text(kS, sh, sg, T, r, S_NAME, DOM_STR, V_NONE)
             if v < 0:
                 return GROW if v == -3 else BAIL
-            if _bad(vp, v):
+            if _bad(vpp, nv, v):
                 return BAIL
-            miss = _id(vp, v, P_SID, out, NAME, j, miss)
+            miss = _id(vpp, nv, v, P_SID, op, NAME * W + j, miss)
         if g == G_KERNEL:
-            if not (_put_int(kn, iv, out, r, N_STREAM, K_STREAM, j, -1)
-                    and _put_int(kn, iv, out, r, N_DEVICE, K_DEVICE, j, -1)
-                    and _put_int(kn, iv, out, r, N_CORR, K_CORR, j, -1)
-                    and _put_int(kn, iv, out, r, N_BYTES, K_BYTES, j, -1)
-                    and _put_int(kn, iv, out, r, N_NELEMS, K_NELEMS, j, -1)):
+            if not (_put_int(kn, iv, op, r, N_STREAM, K_STREAM * W + j, -1)
+                    and _put_int(kn, iv, op, r, N_DEVICE, K_DEVICE * W + j, -1)
+                    and _put_int(kn, iv, op, r, N_CORR, K_CORR * W + j, -1)
+                    and _put_int(kn, iv, op, r, N_BYTES, K_BYTES * W + j, -1)
+                    and _put_int(kn, iv, op, r, N_NELEMS, K_NELEMS * W + j, -1)):
                 return BAIL
-            v = _put_text(kS, sh, sg, tab, st, pend, vp, out, r, S_PG, K_PGV, j)
+            v = _put_text(kS, sh, sg, T, vpp, nv, op, r, S_PG, K_PGV * W + j)
             if v >= 0:
-                v = _put_text(kS, sh, sg, tab, st, pend, vp, out, r, S_PGR, K_PGRV, j)
+                v = _put_text(kS, sh, sg, T, vpp, nv, op, r, S_PGR, K_PGRV * W + j)
             if v >= 0:
-                v = _put_text(kS, sh, sg, tab, st, pend, vp, out, r, S_DTYPE, K_DTYPEV, j)
+                v = _put_text(kS, sh, sg, T, vpp, nv, op, r, S_DTYPE, K_DTYPEV * W + j)
             if v >= 0:
-                v = _put_text(kS, sh, sg, tab, st, pend, vp, out, r, S_COLL, K_COLLV, j)
+                v = _put_text(kS, sh, sg, T, vpp, nv, op, r, S_COLL, K_COLLV * W + j)
             if v < 0:
                 return GROW if v == -3 else BAIL
             if c == C_KERNEL:
-                if not (_put_int(kn, iv, out, r, N_REGS, K_REGS, j, -1)
-                        and _put_int(kn, iv, out, r, N_SHMEM, K_SHMEM, j, -1)):
+                if not (_put_int(kn, iv, op, r, N_REGS, K_REGS * W + j, -1)
+                        and _put_int(kn, iv, op, r, N_SHMEM, K_SHMEM * W + j, -1)):
                     return BAIL
                 y, ok = _float(kn, fv, r, N_BPS)
                 if not ok:
@@ -354,16 +398,16 @@ def plan(n, kn, iv, fv, kS, sh, sg, tab, st, pend, vp, cap, out, fout, newcat, b
                 if not ok:
                     return BAIL
                 fout[K_OCC, j] = y
-                gv = _text(kS, sh, sg, tab, st, pend, r, S_GRID, DOM_RAW, V_EMPTY)
+                gv = _text(kS, sh, sg, T, r, S_GRID, DOM_RAW, V_EMPTY)
                 if gv < 0:
                     return GROW if gv == -3 else BAIL
-                bv = _text(kS, sh, sg, tab, st, pend, r, S_BLOCK, DOM_RAW, V_EMPTY)
+                bv = _text(kS, sh, sg, T, r, S_BLOCK, DOM_RAW, V_EMPTY)
                 if bv < 0:
                     return GROW if bv == -3 else BAIL
-                v = _find(tab, st, pend, (np.uint64(gv) << np.uint64(32)) | np.uint64(bv), 0, DOM_PAIR, gv, bv)
+                v = _find(T, (np.uint64(gv) << np.uint64(32)) | np.uint64(bv), 0, DOM_PAIR, gv, bv)
                 if v < 0:
                     return GROW if v == -3 else BAIL
-                miss = _id(vp, v, P_PAIR, out, K_PAIR, j, miss)
+                miss = _id(vpp, nv, v, P_PAIR, op, K_PAIR * W + j, miss)
         elif g == G_OP:
             x, ok = _int(kn, iv, r, N_EXT, -1)
             if not ok:
@@ -379,33 +423,33 @@ def plan(n, kn, iv, fv, kS, sh, sg, tab, st, pend, vp, cap, out, fout, newcat, b
                 if not ok:
                     return BAIL
             out[O_RTCORR, j] = x
-            if not _put_int(kn, iv, out, r, N_SEQ, O_SEQ, j, -1):
+            if not _put_int(kn, iv, op, r, N_SEQ, O_SEQ * W + j, -1):
                 return BAIL
-            v = _text(kS, sh, sg, tab, st, pend, r, S_DIMS, DOM_RAW, V_EMPTY)
+            v = _text(kS, sh, sg, T, r, S_DIMS, DOM_RAW, V_EMPTY)
             if v < 0:
                 return GROW if v == -3 else BAIL
-            miss = _id(vp, v, P_SDIMS, out, O_DIMS, j, miss)
-            v = _text(kS, sh, sg, tab, st, pend, r, S_TYPES, DOM_RAW, V_EMPTY)
+            miss = _id(vpp, nv, v, P_SDIMS, op, O_DIMS * W + j, miss)
+            v = _text(kS, sh, sg, T, r, S_TYPES, DOM_RAW, V_EMPTY)
             if v < 0:
                 return GROW if v == -3 else BAIL
-            miss = _id(vp, v, P_STYPES, out, O_TYPES, j, miss)
-            v = _text(kS, sh, sg, tab, st, pend, r, S_STACK, DOM_STR, V_NONE)
+            miss = _id(vpp, nv, v, P_STYPES, op, O_TYPES * W + j, miss)
+            v = _text(kS, sh, sg, T, r, S_STACK, DOM_STR, V_NONE)
             if v < 0:
                 return GROW if v == -3 else BAIL
-            if _bad(vp, v):
+            if _bad(vpp, nv, v):
                 return BAIL
-            miss = _id(vp, v, P_SID, out, O_STACK, j, miss)
+            miss = _id(vpp, nv, v, P_SID, op, O_STACK * W + j, miss)
         elif g == G_PYF:
-            if not (_put_int(kn, iv, out, r, N_PYID, P_PYID, j, -1)
-                    and _put_int(kn, iv, out, r, N_PYPAR, P_PYPAR, j, -1)):
+            if not (_put_int(kn, iv, op, r, N_PYID, P_PYID * W + j, -1)
+                    and _put_int(kn, iv, op, r, N_PYPAR, P_PYPAR * W + j, -1)):
                 return BAIL
         elif g == G_FLOW or g == G_FWDBWD:
-            if not _put_int(kn, iv, out, r, N_ID, F_ID, j, -1):
+            if not _put_int(kn, iv, op, r, N_ID, F_ID * W + j, -1):
                 return BAIL
         else:
-            if not (_put_int(kn, iv, out, r, N_DEVID, M_DEV, j, -1)
-                    and _put_int(kn, iv, out, r, N_MBYTES, M_NBYTES, j, 0)
-                    and _put_int(kn, iv, out, r, N_ADDR, M_ADDR, j, -1)):
+            if not (_put_int(kn, iv, op, r, N_DEVID, M_DEV * W + j, -1)
+                    and _put_int(kn, iv, op, r, N_MBYTES, M_NBYTES * W + j, 0)
+                    and _put_int(kn, iv, op, r, N_ADDR, M_ADDR * W + j, -1)):
                 return BAIL
             y, ok = _float(kn, fv, r, N_ALLOC)
             if not ok:
