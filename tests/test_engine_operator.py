@@ -234,6 +234,25 @@ def test_tree_attaches_each_kernel_once_and_adopts_into_annotations():
         t.top_layer(4)
 
 
+def test_details_cut_to_a_length_are_the_whole_texts_cut():
+    """``details_many(nodes, limit)`` (the workbook's cells) joins only as far as the cut, and
+    gives what cutting the whole text gives, at every cut: inside a line, on a line's end, past
+    the end; and the operator result's lazily made ``pairs`` hold the whole texts."""
+    p = _step_profile()
+    t = OpTree(p)
+    nodes = np.concatenate([t.top_layer(), [-1], np.arange(t.n)])
+    whole = t.details_many(nodes)
+    assert whole[len(t.top_layer())] == ""
+    for limit in range(0, max(map(len, whole)) + 3):
+        assert t.details_many(nodes, limit) == [d[:limit] for d in whole]
+    r = compare_operators(p, _step_profile(scale=2.0, extra=True))
+    full = r.pairs["b_kernel_details"].tolist()
+    assert full[0] == "conv_k [duration: 10.0]\nconv_k2 [duration: 5.0]\n" and full[3] is None
+    assert r.kernel_details("b", 8) == [d if d is None else d[:8] for d in full]
+    assert "b_kernel_details" not in r.frame and list(r.pairs.columns).index("b_kernel_details") == \
+        list(r.pairs.columns).index("b_device_us") - 1
+
+
 def test_tree_of_builds_each_profile_once_whoever_asks(monkeypatch):
     """``tree_of``: one build per profile, shared by every thread that asks (the CLI starts a
     side's tree as soon as it is loaded, the engines ask again later); a failure reaches them all."""

@@ -14,6 +14,7 @@ two Profiles.
 """
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 
 import numpy as np
@@ -158,8 +159,6 @@ def _side(tree: OpTree, nodes: np.ndarray, prefix: str) -> dict:
         # the op's own call stack, as the Module view shows it (None where the profile has none)
         f"{prefix}_call_stack": np.array([c or None for c in tree.strings("call_stack", nodes).tolist()],
                                          dtype=object),
-        f"{prefix}_kernel_details": np.array([d if k >= 0 else None for d, k in
-                                              zip(tree.details_many(nodes), nodes.tolist())], dtype=object),
         f"{prefix}_device_us": dev,
         f"{prefix}_compute_us": us(tree.compute_ns),
         f"{prefix}_comm_us": us(tree.comm_ns),
@@ -168,14 +167,54 @@ def _side(tree: OpTree, nodes: np.ndarray, prefix: str) -> dict:
     }
 
 
-@dataclass
-class OperatorResult:
-    pairs: pd.DataFrame
-    stats: pd.DataFrame
-    base_device: str = "GPU"
-    target_device: str = "GPU"
-    details_disabled: bool = False
+def _details(tree: OpTree, nodes: np.ndarray, limit: int | None = None) -> np.ndarray:
+    """The kernel-detail texts of ``nodes`` (None where a side has no op), object dtype."""
+    return np.array([d if k >= 0 else None for d, k in zip(tree.details_many(nodes, limit), nodes.tolist())],
+                    dtype=object)
 
+
+class OperatorResult:
+    """The aligned pairs (``pairs``) and per-name statistics (``stats``) of an operator comparison.
+
+    ``pairs``' kernel-detail columns (every device event under each op, one line each: ~80 MB
+    of text a side on a 1 GB trace) are joined on first use, once; the statistics, the JSON and
+    the routes never read them, so ``frame`` is the pairs without them, and
+    :meth:`kernel_details` gives one side's texts cut to a length (the workbook's cells)."""
+
+    def __init__(self, pairs: pd.DataFrame, stats: pd.DataFrame, base_device: str = "GPU",
+                 target_device: str = "GPU", details_disabled: bool = False, sides=None) -> None:
+        """``pairs``: with its detail columns, or (``sides``: ((baseline tree, nodes), (target
+        tree, nodes))) without them, which are then made from the trees when asked for."""
+        self.frame, self.stats = pairs, stats
+        self.base_device, self.target_device, self.details_disabled = base_device, target_device, details_disabled
+        self._sides = sides
+        # the trees hold their profiles weakly: the texts are made from them, so they stay alive
+        self._profiles = tuple(tree.profile for tree, _ in sides) if sides is not None else ()
+        self._pairs = None if sides is not None else pairs
+        self._lock = threading.Lock()
+
+    @property
+    def pairs(self) -> pd.DataFrame:
+        """The aligned pairs with both sides' ``*_kernel_details`` (before ``*_device_us``)."""
+        with self._lock:
+            if self._pairs is None:
+                df = self.frame.copy(deep=False)
+                for p, (tree, nodes) in zip(("b", "t"), self._sides):
+                    c = f"{p}_kernel_details"
+                    df.insert(df.columns.get_loc(f"{p}_device_us"), c, _details(tree, nodes))
+                    col = df[c].astype(object)      # (as ``none_for_missing``: insert infers a str dtype)
+                    df[c] = col.where(col.notna(), None)
+                self._pairs = df
+            return self._pairs
+
+    def kernel_details(self, prefix: str, limit: int | None = None) -> list:
+        """Side ``prefix``'s ("b" / "t") detail texts in pair order, each cut to ``limit``
+        characters (None where the side has no op)."""
+        if self._sides is None or self._pairs is not None:
+            col = self.pairs[f"{prefix}_kernel_details"].tolist()
+            return col if limit is None else [d if d is None else d[:limit] for d in col]
+        tree, nodes = self._sides[0 if prefix == "b" else 1]
+        return _details(tree, nodes, limit).tolist()
 
 
 def compare_operators(base, target, options: Options | None = None, matched: Matched | None = None,
@@ -196,7 +235,8 @@ def compare_operators(base, target, options: Options | None = None, matched: Mat
     df.insert(0, "name", np.where(hb, df["b_name"], df["t_name"]))
     df = none_for_missing(df)
     return OperatorResult(df, operator_stats(df, divide, dict(opts.op_name_map)), base.meta.device,
-                          target.meta.device, opts.disable_details)
+                          target.meta.device, opts.disable_details,
+                          sides=((m.base, m.b_nodes), (m.target, m.t_nodes)))
 
 
 def _user_rows(names: pd.Series, user: dict) -> pd.Series:

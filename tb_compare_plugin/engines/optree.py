@@ -433,7 +433,8 @@ class OpTree:
         dev = self.dev
         strings = self.profile.symbols.as_array()
         if self.device == "GPU":
-            return self._gpu_lines(strings, dev["name"].to_numpy(), dev["dur_ns"].to_numpy())
+            lines, self._line_lengths = self._gpu_lines(strings, dev["name"].to_numpy(), dev["dur_ns"].to_numpy())
+            return lines
         names = strings[dev["name"].to_numpy()].tolist()
         durs = (dev["dur_ns"].to_numpy() / 1000.0).tolist()
         tids = ["None" if t < 0 else str(t) for t in dev["task_id"].to_numpy().tolist()]
@@ -442,15 +443,17 @@ class OpTree:
         return [f"{n}, {i}, {t}{s} [duration: {d}]\n" for n, i, t, s, d in zip(names, tids, ttypes, shapes, durs)]
 
     @staticmethod
-    def _gpu_lines(strings: np.ndarray, name: np.ndarray, dur: np.ndarray) -> list[str]:
+    def _gpu_lines(strings: np.ndarray, name: np.ndarray, dur: np.ndarray) -> tuple[list[str], np.ndarray | None]:
         """GPU lines ("name [duration: µs]"), each distinct (name, duration) formatted once: a
-        step's kernels repeat, so a 1 GB trace's 440k kernels have about 2k distinct lines."""
+        step's kernels repeat, so a 1 GB trace's 440k kernels have about 2k distinct lines; and
+        their lengths (None when the lines were formatted one by one)."""
         if not len(dur) or dur.min() < 0 or dur.max() >= 1 << 40 or name.max() >= 1 << 22:
-            return [f"{n} [duration: {d}]\n" for n, d in zip(strings[name].tolist(), (dur / 1000.0).tolist())]
+            return [f"{n} [duration: {d}]\n" for n, d in zip(strings[name].tolist(), (dur / 1000.0).tolist())], None
         codes, keys = pd.factorize((name.astype(np.int64) << 40) | dur.astype(np.int64))
         text = [f"{n} [duration: {d}]\n" for n, d in
                 zip(strings[keys >> 40].tolist(), ((keys & ((1 << 40) - 1)) / 1000.0).tolist())]
-        return [text[c] for c in codes.tolist()]
+        lengths = np.fromiter(map(len, text), np.int64, len(text))[codes]
+        return [text[c] for c in codes.tolist()], lengths
 
     def details(self, node: int) -> str:
         """Kernel details of a node's subtree, in launch (pre-)order."""
@@ -458,10 +461,42 @@ class OpTree:
             return ""
         return "".join(self.kernel_lines[self.dev_lo[node]:self.dev_hi[node]])
 
-    def details_many(self, nodes: np.ndarray) -> list[str]:
+    @cached_property
+    def kernel_line_offsets(self) -> np.ndarray:
+        """Where each of :attr:`kernel_lines` starts in their concatenation (int64, one more
+        entry: the total length), for :meth:`details_many`'s ``limit``."""
+        lines = self.kernel_lines
+        lengths = getattr(self, "_line_lengths", None)         # (GPU: from the distinct lines)
+        if lengths is None or len(lengths) != len(lines):
+            lengths = np.fromiter(map(len, lines), np.int64, len(lines))
+        offs = np.zeros(len(lines) + 1, np.int64)
+        np.cumsum(lengths, out=offs[1:])
+        return offs
+
+    def details_many(self, nodes: np.ndarray, limit: int | None = None) -> list[str]:
+        """:meth:`details` of each node ("" where node < 0); ``limit``: each text cut to its first
+        ``limit`` characters (what a workbook cell keeps) without joining the lines past it: on
+        a 1 GB trace the whole texts of the top-layer ops are ~80 MB a side, their cells' ~20."""
         lines = self.kernel_lines
         lo, hi = self.dev_lo, self.dev_hi
-        return ["" if k < 0 else "".join(lines[lo[k]:hi[k]]) for k in np.asarray(nodes).tolist()]
+        nodes = np.asarray(nodes)
+        if limit is None or not len(nodes):
+            return ["" if k < 0 else "".join(lines[lo[k]:hi[k]]) for k in nodes.tolist()]
+        offs = self.kernel_line_offsets
+        safe = np.maximum(nodes, 0)
+        first, last = lo[safe].astype(np.int64), hi[safe].astype(np.int64)
+        end = offs[first] + limit
+        # the last line that starts at or before the cut (only read where the text is longer)
+        cut = np.searchsorted(offs, end, side="right") - 1
+        out = []
+        for k, a, b, c, e in zip(nodes.tolist(), first.tolist(), last.tolist(), cut.tolist(), end.tolist()):
+            if k < 0:
+                out.append("")
+            elif c >= b:                                    # the whole text fits
+                out.append("".join(lines[a:b]))
+            else:                                           # lines a..c-1 whole, then c's head
+                out.append("".join(lines[a:c]) + lines[c][:e - int(offs[c])])
+        return out
 
     def strings(self, col: str, nodes: np.ndarray, missing=None) -> np.ndarray:
         """A symbol column of ``ops`` for the given nodes (``missing`` where node < 0)."""

@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from ..engines.sidebyside import ratio as _ratio_vec, ratio1
+from .xlsx_cells import MAX_CELL_CHARS
 
 # ----------------------------------------------------------------------------- headers
 
@@ -120,8 +121,10 @@ def communication_compare_rows(res) -> list[list]:
 
 def operator_compare_rows(res) -> list[list]:
     """OperatorCompare from ``OperatorResult.pairs``: one row per aligned pair (built column by
-    column; a shape or type text is converted once per distinct text)."""
-    df = res.pairs
+    column; a shape or type text is converted once per distinct text; the kernel details joined
+    only as far as a cell keeps them, ``MAX_CELL_CHARS``)."""
+    cut = getattr(res, "kernel_details", None)      # (an OperatorResult; else any object with pairs)
+    df = res.frame if cut is not None else res.pairs
     sides = []
     for p, dev in (("b", res.base_device), ("t", res.target_device)):
         present = (df[f"{p}_op"].to_numpy() >= 0).tolist()
@@ -130,8 +133,8 @@ def operator_compare_rows(res) -> list[list]:
             shapes, types = _converted(shapes, "shape", present), _converted(types, "type", present)
         else:
             shapes, types = [x or "N/A" for x in shapes], [x or "N/A" for x in types]
-        sides.append(zip(present, df[f"{p}_name"].tolist(), shapes, types, df[f"{p}_kernel_details"].tolist(),
-                         df[f"{p}_device_us"].tolist()))
+        details = cut(p, MAX_CELL_CHARS) if cut is not None else df[f"{p}_kernel_details"].tolist()
+        sides.append(zip(present, df[f"{p}_name"].tolist(), shapes, types, details, df[f"{p}_device_us"].tolist()))
     out = []
     for i, (bs, ts) in enumerate(zip(*sides), 1):
         row = [i]
