@@ -159,17 +159,18 @@ def selected_sheets(args):
 def start_backends(no_cache: bool = False, paths=()):
     """(cache, pool) for this run; the parser processes' fork server starts at once, so its
     imports overlap the resolving of both paths.  When ``paths`` hold a trace the numba scanners
-    will read, the fork server loads them before it forks the parsers (``loaders.jit_warm``).
+    will read, the fork server loads those scanners before it forks the parsers
+    (``loaders.jit_warm.parts``).
     Run as the program, the fork server is a fork of this process after the libraries both need
     are imported here (``service.forkserver_fork``; ``TB_COMPARE_FORKED_SERVER=0``: a fresh
     interpreter, as in-process runs and the plugin always start it)."""
-    from .loaders.jit_warm import worth_it
+    from .loaders.jit_warm import parts
     from .service.loading import make_backends
     if no_cache:
         os.environ["TB_COMPARE_CACHE"] = "0"
     fork_here = _STATE["program"] and os.environ.get("TB_COMPARE_FORKED_SERVER", "1").strip().lower() not in (
         "0", "false", "no", "off")
-    return make_backends(workers=2, start=True, warm_jit=worth_it(paths), fork_here=fork_here)
+    return make_backends(workers=2, start=True, warm_jit=parts(paths), fork_here=fork_here)
 
 
 def load_sides(base_spec, target_spec, progress: Progress, backends, warm=None, side_jobs=((), ())):

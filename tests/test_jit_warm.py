@@ -115,3 +115,51 @@ def test_after_the_preload_the_loaded_functions_run_and_numba_still_compiles(tmp
     r = subprocess.run([sys.executable, "-c", _AFTER_PRELOAD], capture_output=True, text=True, timeout=300,
                        env={**env, "TB_COMPARE_TIMING": ""}, cwd=tmp_path)
     assert r.returncode == 0 and r.stdout.split() == ["ok", "1" if numba_settings else "0"], r.stderr[-2000:]
+
+
+def test_only_the_scanners_the_big_files_use_are_named(tmp_path, monkeypatch):
+    kineto = _sparse(tmp_path / "gpu" / "w0.pt.trace.json", jit_warm.FAST_MIN_BYTES)
+    ascend = _sparse(tmp_path / "npu" / "r0_ascend_pt" / "ASCEND_PROFILER_OUTPUT" / "trace_view.json",
+                     jit_warm.FAST_MIN_BYTES)
+    csv = _sparse(tmp_path / "csv" / "ASCEND_PROFILER_OUTPUT" / "operator_details.csv", jit_warm.FAST_MIN_BYTES)
+    _sparse(tmp_path / "npu" / "r0_ascend_pt" / "ASCEND_PROFILER_OUTPUT" / "kernel_details.csv",
+            jit_warm.FAST_MIN_BYTES)
+    assert jit_warm.parts([kineto]) == {"kineto", "model"}
+    assert jit_warm.parts([tmp_path / "gpu", tmp_path / "gpu"]) == {"kineto", "model"}
+    assert jit_warm.parts([tmp_path / "npu"]) == {"ascend", "model"}      # its big CSV: no scanner
+    assert jit_warm.parts([csv]) == {"model"}            # no scanner reads it; the side work's kernels do
+    assert jit_warm.parts([tmp_path / "gpu", tmp_path / "npu"]) == jit_warm.ALL
+    assert jit_warm.parts([SAMPLES]) == frozenset() and not jit_warm.worth_it([SAMPLES])
+    monkeypatch.setenv("TB_COMPARE_FAST_ASCEND", "0")    # a scanner turned off is never loaded
+    assert jit_warm.parts([tmp_path / "npu"]) == {"model"}
+    monkeypatch.setenv("TB_COMPARE_FAST_KINETO", "1")    # one forced on: all, as before
+    assert jit_warm.parts([SAMPLES]) == jit_warm.ALL
+
+
+def test_the_parts_reach_the_fork_server_through_its_environment_only(monkeypatch):
+    monkeypatch.delenv(jit_warm.PRELOAD_ENV, raising=False)
+    assert jit_warm.wanted_parts() == jit_warm.ALL       # unset (the plugin, older callers): all
+    with parsepool._jit_parts_named(frozenset({"kineto", "model"})):
+        assert os.environ[jit_warm.PRELOAD_ENV] == "kineto,model"
+        assert jit_warm.wanted_parts() == {"kineto", "model"}
+    assert jit_warm.PRELOAD_ENV not in os.environ
+    with parsepool._jit_parts_named(True):
+        assert jit_warm.PRELOAD_ENV not in os.environ
+
+
+_PARTS_PRELOAD = r"""
+import tb_compare_plugin.service.forkserver_preload
+import tb_compare_plugin.loaders.jit_preload
+from tb_compare_plugin.loaders import ascend_fast, kineto_scan
+from tb_compare_plugin.model import jit
+print(kineto_scan._scan is not None, ascend_fast._jit is not None, jit._mod is not None)
+"""
+
+
+@pytest.mark.parametrize("wanted, loaded", [("kineto,model", "True False True"), ("ascend,model", "False True True")])
+def test_the_preload_loads_the_parts_named(wanted, loaded):
+    import subprocess
+    import sys
+    r = subprocess.run([sys.executable, "-c", _PARTS_PRELOAD], capture_output=True, text=True, timeout=300,
+                       env={**os.environ, "TB_COMPARE_TIMING": "", jit_warm.PRELOAD_ENV: wanted})
+    assert r.returncode == 0 and r.stdout.split() == loaded.split(), r.stderr[-2000:]

@@ -62,17 +62,26 @@ def _cache_loads_without_refresh():
 
 
 def warm() -> None:
-    """Load every numba part a big load uses (each compiled once per user and numba version, then
-    read from the JIT cache); one that cannot run here is left for the child to find and report."""
-    from . import ascend_fast, kineto_plan, kineto_scan
+    """Load the numba parts this load uses (``jit_warm.wanted_parts``: the Kineto scanner and its
+    quick plan, the Ascend scanner, the model's kernels; each compiled once per user and numba
+    version, then read from the JIT cache); one that cannot run here is left for the child to
+    find and report, one not loaded here is loaded by the child that calls it."""
+    from . import ascend_fast, jit_warm, kineto_plan, kineto_scan
     from ..model import jit
     d = jit.cache_dir()
     if d and "NUMBA_CACHE_DIR" not in os.environ:   # before numba's first import, which reads it
         os.environ["NUMBA_CACHE_DIR"] = d
+    want = jit_warm.wanted_parts()
+    steps = []
+    if "kineto" in want:
+        steps += [kineto_scan.available, kineto_plan.warm]
+    if "ascend" in want:
+        steps.append(ascend_fast.available)
+    if "model" in want:
+        steps.append(lambda: jit.kernels(jit.IMPORT_ROWS))
     _import_numba()
     with _cache_loads_without_refresh():
-        for step in (kineto_scan.available, kineto_plan.warm, ascend_fast.available,
-                     lambda: jit.kernels(jit.IMPORT_ROWS)):
+        for step in steps:
             try:
                 step()
             except Exception:  # noqa: BLE001 - the parser child meets the same failure and says so

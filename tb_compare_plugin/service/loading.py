@@ -191,11 +191,12 @@ def _finish(spec, prof):
     return prof
 
 
-def make_backends(logdir: str | None = None, workers: int = 2, start: bool = False, warm_jit: bool = False,
+def make_backends(logdir: str | None = None, workers: int = 2, start: bool = False, warm_jit=False,
                   fork_here: bool = False):
     """(cache, pool) as configured by the environment; either may be None.  ``start``: start
     the parser processes' fork server first, so its imports overlap the cache's (numpy, pandas);
-    ``warm_jit``: it also loads the numba scanners (``loaders.jit_warm``: big inputs);
+    ``warm_jit``: it also loads the numba scanners (``loaders.jit_warm``: big inputs; True: all,
+    or a collection of ``jit_warm.parts``: those);
     ``fork_here`` (the CLI, single-threaded): the fork server is a fork of this process, which
     imports the libraries it preloads first (``parsepool``, ``forkserver_fork``).
 

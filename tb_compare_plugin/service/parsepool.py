@@ -67,13 +67,34 @@ _PRELOAD = ["tb_compare_plugin.service.forkserver_preload"]
 _PRELOAD_END = "tb_compare_plugin.service.forkserver_ready"
 
 
-def _preload(warm_jit: bool = False) -> list:
+def _preload(warm_jit=False) -> list:
     """What the fork server imports once, in this order: the libraries, the cache and every
     format's loader (:mod:`.forkserver_preload`, with the garbage collector off); with
     ``warm_jit`` also numba and the compiled scanners (``loaders.jit_warm``); then
     :mod:`.forkserver_ready` freezes all that and turns the collector back on.  Nothing here is
     imported in this process: the fork server starts without waiting for the registry."""
     return _PRELOAD + (["tb_compare_plugin.loaders.jit_preload"] if warm_jit else []) + [_PRELOAD_END]
+
+
+@contextlib.contextmanager
+def _jit_parts_named(warm_jit):
+    """While inside (the fork server's start), ``loaders.jit_warm.PRELOAD_ENV`` names the numba
+    parts the fork server loads when ``warm_jit`` is a collection of them (``jit_warm.parts``):
+    a forked fork server, and a fresh one, inherit it.  ``True``: unchanged (all of them).
+    This process's own value is back afterwards."""
+    if isinstance(warm_jit, bool) or not warm_jit:
+        yield
+        return
+    from ..loaders.jit_warm import PRELOAD_ENV
+    before = os.environ.get(PRELOAD_ENV)
+    os.environ[PRELOAD_ENV] = ",".join(sorted(warm_jit))
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(PRELOAD_ENV, None)
+        else:
+            os.environ[PRELOAD_ENV] = before
 
 
 _CHILD_ERR: list = []              # the children's stderr file (one per process, opened on first use)
@@ -405,10 +426,11 @@ class ParsePool:
     of its own: a child that dies breaks only its own parse, never the other side's, which a
     shared ``ProcessPoolExecutor`` would report broken too (and blame for the other's death)."""
 
-    def __init__(self, workers: int = 2, cache=None, warm_jit: bool = False, fork_here: bool = False) -> None:
+    def __init__(self, workers: int = 2, cache=None, warm_jit=False, fork_here: bool = False) -> None:
         self.workers = max(1, int(workers))
         self.cache = cache
-        self.warm_jit = warm_jit           # the fork server loads the numba scanners (big inputs)
+        self.warm_jit = warm_jit           # the fork server loads the numba scanners (big inputs):
+                                           # all (True) or those named (``loaders.jit_warm.parts``)
         self.fork_here = fork_here         # the fork server is a fork of this process (the CLI)
         self._ctx = None
         self._slots = threading.BoundedSemaphore(self.workers)
@@ -428,7 +450,8 @@ class ParsePool:
                 try:
                     ctx = mp.get_context("forkserver")
                     ctx.set_forkserver_preload(_preload(self.warm_jit))
-                    _start_forkserver_quietly(self.fork_here)
+                    with _jit_parts_named(self.warm_jit):
+                        _start_forkserver_quietly(self.fork_here)
                     mark("pool: fork server started")
                 except (ValueError, OSError):
                     ctx = mp.get_context("spawn")
