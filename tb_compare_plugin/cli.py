@@ -24,6 +24,10 @@ def _stopped_early(signum, frame) -> None:
 if __name__ == "__main__" or os.path.basename(sys.argv[0] or "") == "tb-compare":  # the program itself
     for _sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(_sig, _stopped_early)
+    # numpy's OpenBLAS starts a thread per core when numpy is imported and waits for them (~0.06 s
+    # of wall on the way to the first parse on a 2-core machine); nothing here calls BLAS, and the
+    # parser processes fill the cores.  Before numpy's import; a value the user set is kept.
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 from .timing import mark  # noqa: E402
 mark("cli: start")
