@@ -23,6 +23,8 @@ import re
 
 import numpy as np
 
+from ..model.keys import id_bounds, id_kernels, lut_take
+
 # bucket codes ---------------------------------------------------------------------------------
 NONE = 0
 FA_FWD_CUBE, FA_FWD_VEC, FA_BWD_CUBE, FA_BWD_VEC = 1, 2, 3, 4
@@ -67,10 +69,18 @@ OP_FA, OP_CONV, OP_MM = 1, 2, 3
 
 
 def distinct_ids(ids: np.ndarray) -> np.ndarray:
-    """Sorted distinct symbol ids, in O(n) (bincount, no sort of the rows)."""
+    """Sorted distinct symbol ids, in O(n) (bincount, or with numba one pass marking the ids
+    seen; no sort of the rows)."""
     ids = np.asarray(ids)
     if len(ids) == 0:
         return np.zeros(0, dtype=np.int64)
+    k = id_kernels(ids)
+    if k is not None:
+        lo, hi = id_bounds(ids, k)
+        if lo >= 0 and hi <= 4 * len(ids) + (1 << 20):
+            seen = np.zeros(hi + 1, bool)
+            k.mark_seen(ids, seen)
+            return np.flatnonzero(seen)
     return np.flatnonzero(np.bincount(ids.astype(np.int64)))
 
 
@@ -83,7 +93,7 @@ def text_flags(symbols, ids: np.ndarray, predicate) -> np.ndarray:
     lut = np.zeros(int(uniq[-1]) + 1, dtype=bool)
     lut[uniq] = np.fromiter((bool(predicate(s.lower())) for s in symbols.strings(uniq)), dtype=bool,
                             count=len(uniq))
-    return lut[ids]
+    return lut_take(lut, ids, id_kernels(ids))
 
 
 def _has_any(words):
@@ -110,7 +120,7 @@ def cube_op_kind(symbols, name_ids: np.ndarray, compat: bool = False) -> np.ndar
     uniq = distinct_ids(ids)
     lut = np.zeros(int(uniq[-1]) + 1, dtype=np.int8)
     lut[uniq] = [kind(s.lower()) for s in symbols.strings(uniq)]
-    return lut[ids]
+    return lut_take(lut, ids, id_kernels(ids))
 
 
 def is_backward_name(symbols, name_ids: np.ndarray) -> np.ndarray:

@@ -31,6 +31,7 @@ import numpy as np
 
 from ..model import KIND_COMM, KIND_COMPUTE, KIND_MEMCPY, KIND_MEMSET, KIND_OTHER, jit
 from ..model.intervals import subtract, union
+from ..model.keys import id_kernels, lut_take
 from .kernel_classes import distinct_ids, text_flags
 
 ROLES = ("kernel", "memcpy", "memset", "communication", "runtime", "dataloader", "cpu_exec")
@@ -122,7 +123,7 @@ def _codes(symbols, ids: np.ndarray, fn) -> np.ndarray:
     uniq = distinct_ids(ids)
     lut = np.zeros(int(uniq[-1]) + 1, np.int8)
     lut[uniq] = np.fromiter((fn(x.lower()) for x in symbols.strings(uniq)), np.int8, count=len(uniq))
-    return lut[ids]
+    return lut_take(lut, ids, id_kernels(ids))
 
 
 def host_roles(profile, compat: bool = False) -> dict:

@@ -181,6 +181,35 @@ def preorder_prefix(parent, by_start, order, ppos, depth, size, sz, at):
 
 
 @jit
+def id_range(ids):
+    """(min, max) of a non-empty id array, in one pass."""
+    lo = ids[0]
+    hi = ids[0]
+    for i in range(len(ids)):
+        v = ids[i]
+        if v < lo:
+            lo = v
+        if v > hi:
+            hi = v
+    return lo, hi
+
+
+@jit
+def lut_take(lut, ids, out):
+    """``out[i] = lut[ids[i]]`` (``lut[ids]``, the ids known to be in range)."""
+    for i in range(len(ids)):
+        out[i] = lut[ids[i]]
+    return out
+
+
+@jit
+def mark_seen(ids, seen):
+    """``seen[ids] = True`` (the ids known to be in range)."""
+    for i in range(len(ids)):
+        seen[ids[i]] = True
+
+
+@jit
 def child_sums(parent, value):
     """Per row, the sum of ``value`` over the rows whose ``parent`` it is (int64, in row order)."""
     out = np.zeros(len(parent), np.int64)
@@ -320,6 +349,11 @@ def warm() -> None:
     preorder_prefix(p, i, i32, i32.copy(), i32.copy(), np.empty(3, np.int64), i32.copy(), i32.copy())
     pair_ids(i, p, 4)
     child_sums(p, i)
+    for ids in (i, i.astype(np.int32)):             # symbol ids come as int32 (columns) or int64
+        id_range(ids)
+        mark_seen(ids, np.zeros(3, np.bool_))
+        lut_take(np.zeros(3, np.bool_), ids, np.empty(3, np.bool_))
+        lut_take(np.zeros(3, np.int8), ids, np.empty(3, np.int8))
     union_sorted(i, i + 1, i)
     outermost(np.ones(3, np.bool_), p)
     group_extreme(i, i, 3, 0, True)

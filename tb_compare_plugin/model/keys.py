@@ -8,6 +8,30 @@ from __future__ import annotations
 import numpy as np
 
 
+def id_kernels(ids: np.ndarray):
+    """The numba kernels (``model.jit``) for one pass over ``ids`` -- a big, contiguous int32 or
+    int64 array -- else None (numpy then)."""
+    if ids.dtype not in (np.int32, np.int64) or not ids.flags.c_contiguous:
+        return None
+    from . import jit
+    return jit.kernels(len(ids))
+
+
+def id_bounds(ids: np.ndarray, k=None) -> tuple[int, int]:
+    """(min, max) of a non-empty id array (one pass with the kernels ``k``)."""
+    if k is not None:
+        lo, hi = k.id_range(ids)
+        return int(lo), int(hi)
+    return int(ids.min()), int(ids.max())
+
+
+def lut_take(lut: np.ndarray, ids: np.ndarray, k=None) -> np.ndarray:
+    """``lut[ids]`` for ids known to be within ``lut`` (one pass with the kernels ``k``)."""
+    if k is not None:
+        return k.lut_take(lut, ids, np.empty(len(ids), lut.dtype))
+    return lut[ids]
+
+
 def id_mask(ids: np.ndarray, wanted) -> np.ndarray:
     """``np.isin(ids, wanted)`` for non-negative ids from a small range (symbol ids): a lookup
     table indexed by id, one pass over ``ids``."""
@@ -15,12 +39,13 @@ def id_mask(ids: np.ndarray, wanted) -> np.ndarray:
     wanted = np.asarray(wanted, np.int64).ravel()
     if not len(ids) or not len(wanted):
         return np.zeros(len(ids), bool)
-    hi, lo = int(ids.max()), int(ids.min())
+    k = id_kernels(ids)
+    lo, hi = id_bounds(ids, k)
     if lo < 0 or hi > 4 * len(ids) + (1 << 20):
         return np.isin(ids, wanted)
     lut = np.zeros(hi + 1, bool)
     lut[wanted[(wanted >= 0) & (wanted <= hi)]] = True
-    return lut[ids]
+    return lut_take(lut, ids, k)
 
 
 def member(values: np.ndarray, few: np.ndarray) -> np.ndarray:
