@@ -250,6 +250,8 @@ def run(args) -> int:
     early = _FirstSide(args)
     base, target = load_sides(base_spec, target_spec, progress, backends, early, _side_jobs(args, opts))
     mark("cli: both sides in")
+    if _STATE["program"] and backends[1] is not None and os.environ.get("TB_COMPARE_KEEP_FORK_SERVER") != "1":
+        backends[1].release_fork_server()       # nothing more to parse: its memory goes meanwhile
     early.close()
     try:
         return _answer(args, opts, base, target, base_spec, target_spec, imports)

@@ -12,7 +12,8 @@ from cli_inproc import run_cli
 from conftest import SAMPLES, needs_samples
 from tb_compare_plugin.presenters import xlsx_split
 
-PAIRS = [("baseline_gpu", "target_npu"), ("target_npu", "target_npu_v2")]
+PAIRS = [("baseline_gpu", "target_npu"), ("target_npu", "target_npu_v2"),
+         ("target_npu", "target_npu_v2", "--disable-module")]      # (operator sheets: the pairs sent over)
 
 
 def _run(tmp_path, base, target, split: str, tag: str, *extra):
@@ -42,12 +43,13 @@ def count_splits(monkeypatch):
 
 
 @needs_samples
-@pytest.mark.parametrize("base,target", PAIRS)
-def test_split_workbook_is_the_one_process_workbook(tmp_path, base, target, count_splits):
-    r1, one = _run(tmp_path, base, target, "0", "one")
+@pytest.mark.parametrize("base,target,extra", [(p + ("",))[:3] for p in PAIRS])
+def test_split_workbook_is_the_one_process_workbook(tmp_path, base, target, extra, count_splits):
+    extra = (extra,) if extra else ()
+    r1, one = _run(tmp_path, base, target, "0", "one", *extra)
     assert r1.returncode == 0, r1.stderr
     assert not count_splits
-    r2, two = _run(tmp_path, base, target, "1", "two")
+    r2, two = _run(tmp_path, base, target, "1", "two", *extra)
     assert r2.returncode == 0, r2.stderr
     assert len(count_splits) == 1 and count_splits[0] is not None       # it did fork
     assert r2.stderr == r1.stderr
@@ -189,18 +191,24 @@ def test_stop_during_the_split_leaves_nothing(tmp_path, slow_pair, moment):
 
 
 @needs_samples
-@pytest.mark.parametrize("extra,splits", [(("--disable-module",), False), ((), True)])
-def test_the_program_splits_only_module_sheets(tmp_path, extra, splits):
-    """By default the command forks its workbook writer for the module sheets only (operator
-    sheets: the child's memory would count again for little time)."""
+@pytest.mark.parametrize("extra,setting,splits", [(("--disable-module",), None, True), ((), None, True),
+                                                  ((), "0", False)])
+def test_the_program_splits_its_workbook(tmp_path, extra, setting, splits):
+    """By default the command forks its workbook writer for the module sheets and for the
+    operator sheets (``TB_COMPARE_XLSX_SPLIT=0``: never); the fork server is stopped once both
+    sides are in, so the tail's summed memory stays under the parse's."""
     import subprocess
     import sys
     marks = tmp_path / "marks"
     env = {**os.environ, "TB_COMPARE_TIMING": str(marks), "TB_COMPARE_CACHE_DIR": str(tmp_path / "cache")}
     env.pop(xlsx_split.ENV, None)
+    if setting is not None:
+        env[xlsx_split.ENV] = setting
     r = subprocess.run([sys.executable, "-m", "tb_compare_plugin.cli", SAMPLES / "target_npu",
                         SAMPLES / "target_npu_v2", "-q", "--no-cache", "--xlsx", tmp_path / "o.xlsx", *extra],
                        capture_output=True, text=True, env=env, timeout=300)
     assert r.returncode == 0, r.stderr
-    assert ("xlsx: forking" in marks.read_text()) == splits
+    text = marks.read_text()
+    assert ("xlsx: forking" in text) == splits
+    assert ("xlsx: pairs sent" in text) == (splits and bool(extra))
     assert zipfile.ZipFile(tmp_path / "o.xlsx").testzip() is None

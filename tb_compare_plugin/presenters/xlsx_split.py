@@ -52,16 +52,15 @@ class WriterFailed(Exception):
 
 
 def wanted(sheets, cmp=None) -> bool:
-    """Whether the CLI splits its workbook: a fork-capable Linux, the operator group selected
-    (``sheets``: the CLI's selection, None = all), and (``cmp`` given) module sheets on both sides.
-    Operator sheets (GPU pairs) are not split by default: the child's share is ~0.3 s there, and
-    the pages it inherits count again in the process tree's summed RSS (gpu_1gb: ~1.0 -> ~1.23 GB,
-    the run's peak), for ~0.07 s.  ``TB_COMPARE_XLSX_SPLIT``: "0" never, "1" whenever possible."""
+    """Whether the CLI splits its workbook: a fork-capable Linux and the operator group selected
+    (``sheets``: the CLI's selection, None = all).  ``TB_COMPARE_XLSX_SPLIT``: "0" never.
+    (``cmp``: unused, kept for callers.)  Operator sheets (GPU pairs) are split too since the
+    parent gives the fork server back before the tail (``ParsePool.release_fork_server``) and
+    forks before it reads the columns: gpu_1gb's tail then peaks at ~0.83 GiB summed, under the
+    parse's ~0.96; it was ~1.2 GB when the fork server stayed and the operators were made first."""
     setting = os.environ.get(ENV)
-    if not (sys.platform.startswith("linux") and hasattr(os, "fork") and setting != "0"
-            and (sheets is None or "operator" in sheets)):
-        return False
-    return setting == "1" or cmp is None or _both_have_modules(cmp)
+    return (sys.platform.startswith("linux") and hasattr(os, "fork") and setting != "0"
+            and (sheets is None or "operator" in sheets))
 
 
 def _send(fd: int, obj) -> None:
@@ -113,12 +112,20 @@ class SplitWorkbook:
         self.book = self._sb = None
         self._notes_first: list = []
         self._by_name: dict = {}
-        if not _both_have_modules(cmp):     # the child's OperatorCompare reads what the JSON's operator
-            cmp.operators()                 # table and this process read: computed once, before the fork
-        mark("xlsx: forking")               # (else the child reads the columns a second time, and
-        self.pid = self._a = self._b = None     # counts them in its own memory)
+        # operator sheets (no module sheets): the op pairs come from this process (message M,
+        # right after the fork: ``match_ops`` is the part of the operator comparison both
+        # processes read), the rest of the operator comparison is made in each
+        self._pairs = not _both_have_modules(cmp)
+        mark("xlsx: forking")
+        self.pid = self._a = self._b = None
         a_r, a_w = os.pipe()
         b_r, b_w = os.pipe()
+        if self._pairs:             # message M (~150 KB on the 1 GB pair) sent without waiting for the child
+            try:
+                import fcntl
+                fcntl.fcntl(a_w, fcntl.F_SETPIPE_SZ, 1 << 20)
+            except (ImportError, AttributeError, OSError):
+                pass
         parent = os.getpid()
         # a stop signal's handler must not run inside os.fork's exit hooks (logging's: Python
         # ignores what they raise, so the stop would be lost): blocked until the child is known
@@ -129,7 +136,7 @@ class SplitWorkbook:
             if pid == 0:                                        # the child: never returns
                 os.close(a_w)
                 os.close(b_r)
-                _child(cmp, self.sheets, self._part, a_r, b_w, parent, was)
+                _child(cmp, self.sheets, self._part, a_r, b_w, parent, was, self._pairs)
             self.pid, self._a, self._b = pid, a_w, b_r
             _LIVE.add(self)
         finally:
@@ -137,10 +144,26 @@ class SplitWorkbook:
         try:
             os.close(a_r)
             os.close(b_w)
+            if self._pairs:
+                self._send_pairs()
         except BaseException:
             self.abort()
             raise
 
+    def _send_pairs(self) -> None:
+        """Message M: the aligned op pairs (``Comparison.matched``'s node arrays), or "none" when
+        they fail here (the child then meets the failure itself, as the one-process writer does)."""
+        try:
+            m = self.cmp.matched()
+            msg = ("pairs", m.b_nodes, m.t_nodes, m.segment, m.bwd)
+        except Exception:  # noqa: BLE001 - reported where the sheets are planned
+            msg = ("none",)
+        try:
+            _send(self._a, msg)
+        except BrokenPipeError:                 # the child is gone: its own reason, if it gave one
+            self._answer()
+            raise WriterFailed("the workbook's second process stopped early")
+        mark("xlsx: pairs sent")
 
     def prefix(self) -> None:
         """The sheets before the child's, then message A (the child waits for it)."""
@@ -319,8 +342,26 @@ class _DryBook:
         return _DrySheet()
 
 
-def _child(cmp, sheets, part, a_r: int, b_w: int, parent: int, mask) -> None:
-    """The forked process: the operator group's sheets into ``part``, between messages A and B."""
+def _take_pairs(cmp, a_r: int) -> None:
+    """In the child: the kernel-detail lines' offsets of both op trees (what OperatorCompare's
+    cells are cut from: no pairs needed), then message M's pairs as the comparison's ``matched``."""
+    from ..engines.operator import Matched
+    try:
+        trees = cmp.trees()
+        for tree in trees:
+            tree.kernel_line_offsets
+    except Exception:  # noqa: BLE001 - met again (and noted) where the sheets are planned
+        trees = None
+    got = _recv(a_r)
+    if got is None:                             # the parent gave up
+        os._exit(1)
+    if got[0] == "pairs" and trees is not None:
+        cmp._memo("matched", lambda: Matched(trees[0], trees[1], *got[1:]))
+
+
+def _child(cmp, sheets, part, a_r: int, b_w: int, parent: int, mask, pairs: bool = False) -> None:
+    """The forked process: the operator group's sheets into ``part``, between messages A and B
+    (``pairs``: message M first, :func:`_take_pairs`)."""
     code = 1
     try:
         for sig in (signal.SIGINT, signal.SIGTERM):
@@ -328,6 +369,8 @@ def _child(cmp, sheets, part, a_r: int, b_w: int, parent: int, mask) -> None:
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         _die_with_parent(parent)
         with gc_paused():
+            if pairs:
+                _take_pairs(cmp, a_r)
             notes: list = []
             planned = plan_sheets(cmp, sheets, notes, CHILD)
             mark("xlsx child: rows built")

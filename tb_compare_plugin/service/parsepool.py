@@ -649,6 +649,22 @@ class ParsePool:
         """Delete this parse's hand-off entry, and the half-written one of a child that died."""
         _handoff_cache(self._progress_dir).discard(("handoff", ppath))
 
+    def release_fork_server(self) -> threading.Thread:
+        """For a process that will parse nothing more (the CLI once both sides are in): on a
+        thread, wait for the children that answered to be gone, then stop the fork server now
+        (:func:`_stop_fork_server`) rather than at this process's exit: the ~170 MB it holds are
+        not carried through the comparison's tail (where the workbook's forked writer adds its
+        own).  Nothing is stopped while a parse is under way; a later parse starts a new one."""
+        def run():
+            deadline = time.monotonic() + 10.0
+            for t in _copy(self._retiring):
+                t.join(max(0.0, deadline - time.monotonic()))
+            if not (self._live or self._retiring or self._aborted):
+                _stop_fork_server()
+        t = threading.Thread(target=run, name="tbc-forkserver-stop", daemon=True)
+        t.start()
+        return t
+
     def shutdown(self) -> None:
         """No more parses: the children that answered are waited for (they are exiting), the
         parses under way are stopped (their children killed)."""
@@ -659,6 +675,32 @@ class ParsePool:
             self.abort()
         shutil.rmtree(self._progress_dir, ignore_errors=True)
         _LIVE.discard(self)
+
+
+def _stop_fork_server() -> None:
+    """Stop multiprocessing's fork server, if it runs, as its own ``_stop`` does (its "alive" pipe
+    closed: it exits; reaped here), without holding its lock while it exits."""
+    from multiprocessing import forkserver, util
+    fs = getattr(forkserver, "_forkserver", None)
+    lock = getattr(fs, "_lock", None)
+    if lock is None or not hasattr(fs, "_forkserver_alive_fd"):
+        return
+    with lock:
+        pid, fd, address = fs._forkserver_pid, fs._forkserver_alive_fd, fs._forkserver_address
+        if pid is None or fd is None:
+            return
+        fs._forkserver_pid = fs._forkserver_alive_fd = fs._forkserver_address = None
+        os.close(fd)
+    try:
+        if address and not util.is_abstract_socket_namespace(address):
+            os.unlink(address)
+    except OSError:
+        pass
+    try:
+        os.waitpid(pid, 0)
+    except ChildProcessError:
+        pass
+    mark("pool: fork server stopped")
 
 
 def _kill_children(ex: ProcessPoolExecutor) -> list[int]:
