@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..model import KIND_COMM, KIND_COMPUTE
+from ..model import KIND_COMM, KIND_COMPUTE, jit
 from ..model.intervals import intersect
 from .device_steps import StepWindows, step_windows
 from .kernel_classes import tensor_core_flags, text_flags
@@ -70,6 +70,10 @@ def side_efficiency(profile, steps=None, window_ns=None) -> dict:
 
 def _clip(s, e, win: StepWindows):
     """Each interval's overlap with the (disjoint, sorted) windows, summed: ns per interval."""
+    k = jit.kernels(len(s))
+    if k is not None:                   # one pass, no temporaries per window
+        return k.window_overlap(np.asarray(s, np.int64), np.asarray(e, np.int64),
+                                np.asarray(win.start_ns, np.int64), np.asarray(win.end_ns, np.int64))
     inside = np.zeros(len(s), np.int64)
     for a, b in zip(win.start_ns.tolist(), win.end_ns.tolist()):
         inside += np.maximum(np.minimum(e, b) - np.maximum(s, a), 0)
@@ -89,6 +93,10 @@ def _capped_sum(s, e, v, win: StepWindows) -> float:
     kind = np.concatenate([np.zeros(len(s), np.int8), np.ones(len(e), np.int8)])
     dv = np.concatenate([v, -v])
     o = np.lexsort((kind, t))
+    k = jit.kernels(len(t))
+    if k is not None and t.dtype == np.int64 and dv.dtype == np.float64:    # the lines below in one pass
+        seg_s, seg_e, val = k.level_segments(t[o], dv[o])
+        return float((_clip(seg_s, seg_e, win) * val).sum())
     t, level = t[o], np.cumsum(dv[o])
     seg_s, seg_e, val = t[:-1], t[1:], np.minimum(level[:-1], 1.0)
     m = (seg_e > seg_s) & (level[:-1] > 0.0)

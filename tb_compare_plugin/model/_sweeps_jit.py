@@ -210,6 +210,44 @@ def mark_seen(ids, seen):
 
 
 @jit
+def window_overlap(s, e, ws, we):
+    """Per interval [s, e), its overlap with the windows [ws, we) summed (int64 ns)."""
+    out = np.empty(len(s), np.int64)
+    for i in range(len(s)):
+        acc = 0
+        a = s[i]
+        b = e[i]
+        for j in range(len(ws)):
+            lo = a if a > ws[j] else ws[j]
+            hi = b if b < we[j] else we[j]
+            if hi > lo:
+                acc += hi - lo
+        out[i] = acc
+    return out
+
+
+@jit
+def level_segments(t, dv):
+    """For event times ``t`` (sorted) carrying level changes ``dv``: the pieces between
+    consecutive times where the running level (``np.cumsum(dv)``, summed in order) is above 0,
+    as (start, end, min(level, 1))."""
+    n = len(t)
+    m = 0
+    seg_s = np.empty(max(n - 1, 0), np.int64)
+    seg_e = np.empty(max(n - 1, 0), np.int64)
+    val = np.empty(max(n - 1, 0), np.float64)
+    level = 0.0
+    for i in range(n - 1):
+        level = dv[i] if i == 0 else level + dv[i]
+        if t[i + 1] > t[i] and level > 0.0:
+            seg_s[m] = t[i]
+            seg_e[m] = t[i + 1]
+            val[m] = level if level < 1.0 else 1.0
+            m += 1
+    return seg_s[:m], seg_e[:m], val[:m]
+
+
+@jit
 def child_sums(parent, value):
     """Per row, the sum of ``value`` over the rows whose ``parent`` it is (int64, in row order)."""
     out = np.zeros(len(parent), np.int64)
@@ -349,6 +387,8 @@ def warm() -> None:
     preorder_prefix(p, i, i32, i32.copy(), i32.copy(), np.empty(3, np.int64), i32.copy(), i32.copy())
     pair_ids(i, p, 4)
     child_sums(p, i)
+    window_overlap(i, i + 1, i, i + 2)
+    level_segments(i, np.ones(3, np.float64))
     for ids in (i, i.astype(np.int32)):             # symbol ids come as int32 (columns) or int64
         id_range(ids)
         mark_seen(ids, np.zeros(3, np.bool_))
