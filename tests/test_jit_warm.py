@@ -163,3 +163,44 @@ def test_the_preload_loads_the_parts_named(wanted, loaded):
     r = subprocess.run([sys.executable, "-c", _PARTS_PRELOAD], capture_output=True, text=True, timeout=300,
                        env={**os.environ, "TB_COMPARE_TIMING": "", jit_warm.PRELOAD_ENV: wanted})
     assert r.returncode == 0 and r.stdout.split() == loaded.split(), r.stderr[-2000:]
+
+
+_RUNTIME = r"""
+import os, sys
+import numpy as np
+import numba
+from numba.core.registry import cpu_target
+from numba.core.runtime import nrtdynmod, rtsys
+from tb_compare_plugin.loaders import jit_preload
+own = nrtdynmod.compile_nrt_functions
+with jit_preload._runtime_from_cache(sys.argv[1]):
+    rtsys.initialize(cpu_target.target_context)
+assert nrtdynmod.compile_nrt_functions is own
+@numba.njit
+def f(n):
+    d = {}
+    for x in np.unique(np.arange(n) % 3):     # the runtime's allocations, linked with the runtime
+        d[x] = np.cumsum(np.arange(n))[-1]
+    return len(d) + d[0]
+print(f(10), *sorted(os.listdir(sys.argv[1])))
+"""
+
+
+def test_the_runtime_is_read_back_from_its_object_code(tmp_path):
+    import subprocess
+    import sys
+
+    def run():
+        r = subprocess.run([sys.executable, "-c", _RUNTIME, str(tmp_path)], capture_output=True, text=True,
+                           timeout=300, env={**os.environ, "TB_COMPARE_TIMING": "",
+                                             jit_warm.PRELOAD_ENV: "none"})    # (its import loads nothing)
+        assert r.returncode == 0, r.stderr[-2000:]
+        return r.stdout.split()
+    first = run()                       # compiled, then written
+    assert first[0] == "48" and len(first) == 2 and first[1].startswith("tbc-nrt-"), first
+    path = tmp_path / first[1]
+    written = path.read_bytes()
+    os.utime(path, (1, 1))
+    assert run() == first and path.stat().st_mtime == 1      # read back, not written again
+    path.write_bytes(b"not a pickle")
+    assert run() == first and path.read_bytes() == written   # a bad file: compiled and written again
