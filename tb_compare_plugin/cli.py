@@ -337,7 +337,7 @@ class _FirstSide:
                 from .comparison import side_memory_curves
                 from .engines.optree import tree_of
                 from .engines.scope_tree import op_view
-                tree_of(op_view(prof)).kernel_line_offsets     # (its kernel_lines first)
+                tree_of(op_view(prof)).kernel_line_offsets     # (its kernel_line_table first)
                 side_memory_curves(prof)
                 mark("cli: first side's tail work done")
         except Exception:  # noqa: BLE001 - kept as the value's failure; the tail reports it

@@ -433,32 +433,38 @@ class OpTree:
 
     # ------------------------------------------------------------------ text
     @cached_property
-    def kernel_lines(self) -> list[str]:
-        """One reference-format detail line per device event (spec c.4)."""
+    def kernel_line_table(self) -> tuple[list[str], np.ndarray | None]:
+        """(texts, codes): device event i's reference-format detail line (spec c.4) is
+        ``texts[codes[i]]``; codes None: ``texts`` are the lines themselves.  GPU lines
+        ("name [duration: µs]") are formatted once per distinct (name, duration): a step's kernels
+        repeat, so a 1 GB trace's 440k kernels have about 2k distinct lines."""
         dev = self.dev
         strings = self.profile.symbols.as_array()
         if self.device == "GPU":
-            lines, self._line_lengths = self._gpu_lines(strings, dev["name"].to_numpy(), dev["dur_ns"].to_numpy())
-            return lines
+            return self._gpu_lines(strings, dev["name"].to_numpy(), dev["dur_ns"].to_numpy())
         names = strings[dev["name"].to_numpy()].tolist()
         durs = (dev["dur_ns"].to_numpy() / 1000.0).tolist()
         tids = ["None" if t < 0 else str(t) for t in dev["task_id"].to_numpy().tolist()]
         ttypes = [s if s else "None" for s in strings[dev["task_type"].to_numpy()].tolist()]
         shapes = [f", [input shapes: {s}]" if s else "" for s in strings[dev["input_shapes"].to_numpy()].tolist()]
-        return [f"{n}, {i}, {t}{s} [duration: {d}]\n" for n, i, t, s, d in zip(names, tids, ttypes, shapes, durs)]
+        return [f"{n}, {i}, {t}{s} [duration: {d}]\n" for n, i, t, s, d in zip(names, tids, ttypes, shapes, durs)], None
+
+    @cached_property
+    def kernel_lines(self) -> list[str]:
+        """One reference-format detail line per device event (spec c.4)."""
+        texts, codes = self.kernel_line_table
+        return texts if codes is None else [texts[c] for c in codes.tolist()]
 
     @staticmethod
     def _gpu_lines(strings: np.ndarray, name: np.ndarray, dur: np.ndarray) -> tuple[list[str], np.ndarray | None]:
-        """GPU lines ("name [duration: µs]"), each distinct (name, duration) formatted once: a
-        step's kernels repeat, so a 1 GB trace's 440k kernels have about 2k distinct lines; and
-        their lengths (None when the lines were formatted one by one)."""
+        """GPU lines as :attr:`kernel_line_table` (the distinct ones and each event's code; one
+        by one, no codes, when the ids or durations do not fit the packed key)."""
         if not len(dur) or dur.min() < 0 or dur.max() >= 1 << 40 or name.max() >= 1 << 22:
             return [f"{n} [duration: {d}]\n" for n, d in zip(strings[name].tolist(), (dur / 1000.0).tolist())], None
         codes, keys = pd.factorize((name.astype(np.int64) << 40) | dur.astype(np.int64))
         text = [f"{n} [duration: {d}]\n" for n, d in
                 zip(strings[keys >> 40].tolist(), ((keys & ((1 << 40) - 1)) / 1000.0).tolist())]
-        lengths = np.fromiter(map(len, text), np.int64, len(text))[codes]
-        return [text[c] for c in codes.tolist()], lengths
+        return text, codes
 
     def details(self, node: int) -> str:
         """Kernel details of a node's subtree, in launch (pre-)order."""
@@ -469,12 +475,13 @@ class OpTree:
     @cached_property
     def kernel_line_offsets(self) -> np.ndarray:
         """Where each of :attr:`kernel_lines` starts in their concatenation (int64, one more
-        entry: the total length), for :meth:`details_many`'s ``limit``."""
-        lines = self.kernel_lines
-        lengths = getattr(self, "_line_lengths", None)         # (GPU: from the distinct lines)
-        if lengths is None or len(lengths) != len(lines):
-            lengths = np.fromiter(map(len, lines), np.int64, len(lines))
-        offs = np.zeros(len(lines) + 1, np.int64)
+        entry: the total length), for :meth:`details_many`'s ``limit`` (the lines themselves
+        not needed)."""
+        texts, codes = self.kernel_line_table
+        lengths = np.fromiter(map(len, texts), np.int64, len(texts))
+        if codes is not None:
+            lengths = lengths[codes]
+        offs = np.zeros(len(lengths) + 1, np.int64)
         np.cumsum(lengths, out=offs[1:])
         return offs
 
@@ -482,12 +489,27 @@ class OpTree:
         """:meth:`details` of each node ("" where node < 0); ``limit``: each text cut to its first
         ``limit`` characters (what a workbook cell keeps) without joining the lines past it: on
         a 1 GB trace the whole texts of the top-layer ops are ~80 MB a side, their cells' ~20."""
-        lines = self.kernel_lines
         lo, hi = self.dev_lo, self.dev_hi
         nodes = np.asarray(nodes)
         if limit is None or not len(nodes):
+            lines = self.kernel_lines
             return ["" if k < 0 else "".join(lines[lo[k]:hi[k]]) for k in nodes.tolist()]
         offs = self.kernel_line_offsets
+        texts, codes = self.kernel_line_table
+        if codes is None:
+            def span(a: int, b: int) -> str:
+                return "".join(texts[a:b])
+
+            def line(c: int) -> str:
+                return texts[c]
+        else:                   # only the lines up to each cut are looked up (no list of every event's)
+            take = texts.__getitem__
+
+            def span(a: int, b: int) -> str:
+                return "".join(map(take, codes[a:b].tolist()))
+
+            def line(c: int) -> str:
+                return texts[codes[c]]
         safe = np.maximum(nodes, 0)
         first, last = lo[safe].astype(np.int64), hi[safe].astype(np.int64)
         end = offs[first] + limit
@@ -498,9 +520,9 @@ class OpTree:
             if k < 0:
                 out.append("")
             elif c >= b:                                    # the whole text fits
-                out.append("".join(lines[a:b]))
+                out.append(span(a, b))
             else:                                           # lines a..c-1 whole, then c's head
-                out.append("".join(lines[a:c]) + lines[c][:e - int(offs[c])])
+                out.append(span(a, c) + line(c)[:e - int(offs[c])])
         return out
 
     def strings(self, col: str, nodes: np.ndarray, missing=None) -> np.ndarray:
