@@ -40,16 +40,18 @@ def test_round_trip(tmp_path):
         same_profile(prof, cache.get(("k", fmt)))
 
 
-def test_cached_columns_are_mapped_one_thread_at_a_time(tmp_path):
+def test_cached_columns_are_mapped_one_thread_at_a_time(tmp_path, monkeypatch):
     """np.load parses .npy headers with ast.literal_eval, which CPython 3.11.7 cannot run from two
     threads at once ("AST constructor recursion depth mismatch"): a good entry was dropped as
     unreadable, and a parse hand-off failed with "could not be read back", when two sides were
-    read back together.  Reading an entry takes the cache's one mapping lock."""
+    read back together.  Reading a column through np.load takes the cache's one mapping lock (the
+    plain columns the cache writes are mapped without np.load: that path is switched off here)."""
     import threading
     from tb_compare_plugin import cache as cache_mod
     cache = ProfileCache(str(tmp_path))
     prof = loaders.load("ascend-text", str(NPU))
     assert cache.put(("k",), prof)
+    monkeypatch.setattr(cache_mod, "_map_plain_npy", lambda path: None)
     got = []
     with cache_mod._NPY_HEADER_LOCK:
         reader = threading.Thread(target=lambda: got.append(cache.get(("k",))))
@@ -58,6 +60,35 @@ def test_cached_columns_are_mapped_one_thread_at_a_time(tmp_path):
         assert reader.is_alive() and not got       # waits for the lock
     reader.join(30)
     same_profile(prof, got[0])
+
+
+def test_plain_columns_mapped_as_np_load_maps_them(tmp_path):
+    """The columns the cache writes (1-D, little-endian or byte types, empty ones too) are mapped
+    without np.load's header parsing: the same dtype, shape, values, read-only; anything else
+    (2-D, big-endian, a damaged header or size) is left to np.load."""
+    import numpy as np
+    from tb_compare_plugin import cache as cache_mod
+    arrays = {"i8": np.arange(-3, 1000, dtype=np.int64), "i4": np.arange(7, dtype=np.int32),
+              "f8": np.array([1.5, np.nan, -0.0]), "b1": np.array([True, False, True]),
+              "i1": np.array([-1, 2], np.int8), "u2": np.array([1, 65535], np.uint16),
+              "empty": np.zeros(0, np.int64), "emptyf": np.zeros(0, np.float64)}
+    for name, a in arrays.items():
+        path = str(tmp_path / f"{name}.npy")
+        np.save(path, a)
+        got, ref = cache_mod._map_plain_npy(path), np.load(path, mmap_mode="r")
+        assert got is not None and got.dtype == ref.dtype and got.shape == ref.shape, name
+        assert not got.flags.writeable and np.array_equal(got, ref, equal_nan=True), name
+        assert got.tobytes() == ref.tobytes(), name
+    for name, a in {"2d": np.zeros((2, 3)), "big": np.arange(3, dtype=">i8"),
+                    "str": np.array(["a", "bc"])}.items():
+        path = str(tmp_path / f"{name}.npy")
+        np.save(path, a)
+        assert cache_mod._map_plain_npy(path) is None, name
+        assert np.array_equal(cache_mod._load_npy(path), a), name
+    cut = tmp_path / "cut.npy"                      # shorter than its header says: np.load's error
+    np.save(str(cut), np.arange(10))
+    cut.write_bytes(cut.read_bytes()[:-8])
+    assert cache_mod._map_plain_npy(str(cut)) is None
 
 
 def test_changed_file_is_a_miss(tmp_path):
