@@ -145,3 +145,19 @@ def test_quick_plan_in_tiny_blocks_equals_the_careful_path(monkeypatch):
     monkeypatch.setattr(kineto_plan, "_usable", False)
     careful = kineto_json.load(path, fast=True, chunk_bytes=300_000)
     assert _same(quick, careful) == []
+
+
+def test_scan_plan_cache_follows_the_scanner():
+    """numba's cache of ``scan_plan`` is checked against ``_kineto_plan_jit.py`` only, but holds the
+    scanner's compiled code: the file names the scanner sources it goes with (their sha1), so a
+    scanner change must change it too, or a cached ``scan_plan`` keeps running the old scanner."""
+    import hashlib
+    import re
+    d = os.path.join(ROOT, "tb_compare_plugin", "loaders")
+    data = b"".join(open(os.path.join(d, f), "rb").read() for f in ("_kineto_scan_jit.py", "kineto_scan_codes.py"))
+    text = open(os.path.join(d, "_kineto_plan_jit.py"), encoding="utf-8").read()
+    named = re.search(r'^SCANNER_SHA1 = "([0-9a-f]{40})"', text, re.M)
+    assert named, "_kineto_plan_jit.py names no SCANNER_SHA1"
+    assert named.group(1) == hashlib.sha1(data).hexdigest(), (
+        "the scanner changed: set SCANNER_SHA1 in _kineto_plan_jit.py to "
+        f"{hashlib.sha1(data).hexdigest()} (so numba recompiles scan_plan with the new scanner)")

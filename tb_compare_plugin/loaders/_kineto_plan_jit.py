@@ -22,6 +22,14 @@ from .kineto_values import (C_FLOW, C_FWDBWD, C_KERNEL, C_MEM, C_MEMCPY, C_MEMSE
 jit = nb.njit(cache=True, nogil=True, boundscheck=False)
 inline = nb.njit(cache=True, nogil=True, boundscheck=False, inline="always")
 
+SCANNER_SHA1 = "c4e3cff670094510cda2418bd1f88b8ec629e06b"
+"""sha1 of ``_kineto_scan_jit.py`` + ``kineto_scan_codes.py`` (in that order) as this file was last
+compiled against.  :func:`scan_plan`'s compiled code holds the scanner's (numba links callees in),
+and numba's cache checks only this file: a scanner changed alone would leave the cached
+:func:`scan_plan` running the old scanner (or crashing, when the tables' layout changed).  So every
+change to those two files changes this line (``tests/test_fast_parse.py`` checks it), and with it
+this file's stamp."""
+
 # statuses (FULL: a group has no room left in ``out``; PENDING: texts met in the block just planned
 # are to be decoded before the next block is scanned over them; SCAN: the scanner stopped, its
 # status in ``pos[4]``)
