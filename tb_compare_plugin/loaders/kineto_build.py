@@ -167,6 +167,11 @@ def _launch_by_corr(rtcorr: np.ndarray, corr: np.ndarray, n_k: int) -> np.ndarra
     """Row of the runtime op whose correlation id each kernel carries (the first such op), or -1."""
     launch = np.full(n_k, -1, np.int64)
     rt = np.flatnonzero(rtcorr >= 0)
+    k = jit.kernels(len(rt) + n_k)
+    if len(rt) and k is not None and rtcorr.dtype == np.int64 and corr.dtype == np.int64:
+        v = rtcorr[rt]              # both nearly in order in a trace: two cheap stable sorts, one merge
+        k.first_match(v, np.argsort(v, kind="stable"), rt, corr, np.argsort(corr, kind="stable"), launch)
+        return launch
     if len(rt):
         u, first = np.unique(rtcorr[rt], return_index=True)
         pos = np.clip(np.searchsorted(u, corr), 0, len(u) - 1)

@@ -248,6 +248,26 @@ def level_segments(t, dv):
 
 
 @jit
+def first_match(v, ov, rows, key, ok, out):
+    """For each ``r`` (the keys ``key`` in the order ``ok``, ascending): ``out[r]`` = ``rows[i]``
+    of the first ``i`` in ``ov`` (``v`` ascending, ties in row order) with ``v[i] == key[r]``;
+    negative keys and keys without a match leave ``out`` as it is.  A merge of two sorted lists."""
+    j = 0
+    m = len(ov)
+    for i in range(len(ok)):
+        r = ok[i]
+        c = key[r]
+        if c < 0:
+            continue
+        while j < m and v[ov[j]] < c:
+            j += 1
+        if j == m:
+            break
+        if v[ov[j]] == c:
+            out[r] = rows[ov[j]]
+
+
+@jit
 def child_sums(parent, value):
     """Per row, the sum of ``value`` over the rows whose ``parent`` it is (int64, in row order)."""
     out = np.zeros(len(parent), np.int64)
@@ -387,6 +407,7 @@ def warm() -> None:
     preorder_prefix(p, i, i32, i32.copy(), i32.copy(), np.empty(3, np.int64), i32.copy(), i32.copy())
     pair_ids(i, p, 4)
     child_sums(p, i)
+    first_match(i, i, i, i, i, np.full(3, -1, np.int64))
     window_overlap(i, i + 1, i, i + 2)
     level_segments(i, np.ones(3, np.float64))
     for ids in (i, i.astype(np.int32)):             # symbol ids come as int32 (columns) or int64
