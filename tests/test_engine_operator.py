@@ -245,6 +245,10 @@ def test_details_cut_to_a_length_are_the_whole_texts_cut():
     assert whole[len(t.top_layer())] == ""
     for limit in range(0, max(map(len, whole)) + 3):
         assert t.details_many(nodes, limit) == [d[:limit] for d in whole]
+    kept = OpTree(p)                    # texts made ahead (the workbook's writer) read back the same
+    kept.keep_details(kept.top_layer(), 12)
+    assert kept.details_many(nodes, 12) == [d[:12] for d in whole]
+    assert kept.details_many(kept.top_layer()[::-1], 12) == [d[:12] for d in whole[:len(kept.top_layer())][::-1]]
     r = compare_operators(p, _step_profile(scale=2.0, extra=True))
     full = r.pairs["b_kernel_details"].tolist()
     assert full[0] == "conv_k [duration: 10.0]\nconv_k2 [duration: 5.0]\n" and full[3] is None

@@ -491,6 +491,11 @@ class OpTree:
         a 1 GB trace the whole texts of the top-layer ops are ~80 MB a side, their cells' ~20."""
         lo, hi = self.dev_lo, self.dev_hi
         nodes = np.asarray(nodes)
+        kept = self.__dict__.get("_cut_texts", {}).get(limit) if limit is not None else None
+        if kept:
+            ks = nodes.tolist()
+            if all(k < 0 or k in kept for k in ks):
+                return ["" if k < 0 else kept[k] for k in ks]
         if limit is None or not len(nodes):
             lines = self.kernel_lines
             return ["" if k < 0 else "".join(lines[lo[k]:hi[k]]) for k in nodes.tolist()]
@@ -524,6 +529,14 @@ class OpTree:
             else:                                           # lines a..c-1 whole, then c's head
                 out.append(span(a, c) + line(c)[:e - int(offs[c])])
         return out
+
+    def keep_details(self, nodes: np.ndarray, limit: int) -> None:
+        """Make :meth:`details_many` ``(nodes, limit)`` now and keep the texts: a later call for
+        nodes among these, with this limit, reads them (the workbook's forked writer cuts the
+        top layer's texts while the op pairs are matched in the other process)."""
+        nodes = np.asarray(nodes)
+        texts = self.details_many(nodes, limit)
+        self.__dict__.setdefault("_cut_texts", {}).setdefault(limit, {}).update(zip(nodes.tolist(), texts))
 
     def strings(self, col: str, nodes: np.ndarray, missing=None) -> np.ndarray:
         """A symbol column of ``ops`` for the given nodes (``missing`` where node < 0)."""

@@ -343,15 +343,22 @@ class _DryBook:
 
 
 def _take_pairs(cmp, a_r: int) -> None:
-    """In the child: the kernel-detail lines' offsets of both op trees (what OperatorCompare's
-    cells are cut from: no pairs needed), then message M's pairs as the comparison's ``matched``."""
+    """In the child, while this process matches the op pairs: OperatorCompare's kernel-detail
+    cells of every top-layer op of both sides (the pairs are among them, unless ``max_kernel_num``
+    drills into children: those are cut when asked), then message M's pairs as the comparison's
+    ``matched``."""
     from ..engines.operator import Matched
+    from .xlsx_cells import MAX_CELL_CHARS
     try:
         trees = cmp.trees()
-        for tree in trees:
-            tree.kernel_line_offsets
     except Exception:  # noqa: BLE001 - met again (and noted) where the sheets are planned
         trees = None
+    if trees is not None and not getattr(cmp.options, "disable_details", False):
+        for tree, step in zip(trees, (cmp.options.base_step, cmp.options.target_step)):
+            try:
+                tree.keep_details(tree.top_layer(step), MAX_CELL_CHARS)
+            except Exception:  # noqa: BLE001 - (a bad step: the matching says so)
+                pass
     got = _recv(a_r)
     if got is None:                             # the parent gave up
         os._exit(1)
@@ -371,6 +378,7 @@ def _child(cmp, sheets, part, a_r: int, b_w: int, parent: int, mask, pairs: bool
         with gc_paused():
             if pairs:
                 _take_pairs(cmp, a_r)
+                mark("xlsx child: pairs in")
             notes: list = []
             planned = plan_sheets(cmp, sheets, notes, CHILD)
             mark("xlsx child: rows built")
@@ -392,6 +400,7 @@ def _child(cmp, sheets, part, a_r: int, b_w: int, parent: int, mask, pairs: bool
                 write_sheet(dry, sb, d, base_label, target_label)
             _send(b_w, ("ok", dry.sheet_names, book.styles, sb._cache, notes,
                         [d.layout.name for d in planned], sum(len(d.rows) for d in planned)))
+            mark("xlsx child: sheets counted")
             for d in mine:
                 write_sheet(book, sb, d, base_label, target_label)
             if mine:
