@@ -13,7 +13,10 @@ other sheets.  The workbook is the same, cell for cell and style for style, as
   the registry it left (message B); this process then writes the rest of the sheets with that
   registry, copies the child's deflated parts into the workbook as they are
   (``Workbook.adopt``), and closes it;
-* the Summary's notes come in ``ENGINES`` order whichever process met them.
+* the Summary's notes come in ``ENGINES`` order whichever process met them;
+* operator sheets: the child is forked before the operator comparison is made; this process
+  sends it the aligned op pairs (message M, right after the fork) and each process makes the
+  rest of that comparison, the child cutting the top layer's kernel-detail cells meanwhile.
 
 Only ``fork`` on Linux, from the CLI's main thread before its tail starts any thread of its own
 (``cli._answer``).  The child restores the default SIGINT / SIGTERM, dies with its parent
