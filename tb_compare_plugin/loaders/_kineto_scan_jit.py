@@ -71,6 +71,8 @@ _U1E8 = _U(100000000)
 _LOW3 = _U(0xFFFFFF)
 _QCS = _U(0x203A22)                                     # '": ' (little-endian: byte 0 the quote)
 _CSQ = _U(0x22202C)                                     # ', "'
+_LOW2 = _U(0xFFFF)
+_CNL = _U(0x0A2C)                                       # ',\n'
 _UPOW10 = np.array([10 ** k for k in range(20)], np.uint64)
 
 
@@ -490,15 +492,15 @@ def scan(b, pos, lim, kn, iv, fv, ks, ss, se, sh, sg, klen, kword, kslot, klut, 
                 return BAD_JSON, ev
             s = i + 1
             e = _strend(p, s, n)
-            if e >= n:
-                return BAD_JSON, ev
-            if _ld1(p, e) != 34:
-                return (ESC_KEY if _ld1(p, e) == 92 else BAD_JSON), ev
             if e + 8 <= n and _ld8(p, e) & _LOW3 == _QCS:   # '": ' as Kineto writes it: one compare
                 i = e + 3
                 if _ld1(p, i) <= 32:
                     i = _ws(p, i, n)
             else:
+                if e >= n:
+                    return BAD_JSON, ev
+                if _ld1(p, e) != 34:
+                    return (ESC_KEY if _ld1(p, e) == 92 else BAD_JSON), ev
                 i = _ws(p, e + 1, n)
                 if i >= n or _ld1(p, i) != 58:
                     return BAD_JSON, ev
@@ -626,9 +628,16 @@ def scan(b, pos, lim, kn, iv, fv, ks, ss, se, sh, sg, klen, kword, kslot, klut, 
                     else:
                         kn[ev, slot] = K_NULL
             # -- after the value: ',' and the next key, or '}' (of the args, then of the event)
-            if i + 8 <= n and _ld8(p, i) & _LOW3 == _CSQ:   # ', "' as Kineto writes it: one compare
-                i += 2
-                continue
+            if i + 8 <= n:
+                x = _ld8(p, i)
+                if x & _LOW3 == _CSQ:                   # ', "' as Kineto writes it: one compare
+                    i += 2
+                    continue
+                if x & _LOW2 == _CNL:                   # ',\n' and the next line's indent
+                    i = _ws(p, i + 2, n)
+                    if i >= n:
+                        return BAD_JSON, ev
+                    continue
             while True:
                 i = _ws(p, i, n)
                 if i >= n:
