@@ -416,14 +416,27 @@ class OpTree:
         roots = np.flatnonzero(self.parent < 0)
         if step is None:
             step_roots = roots[self.is_step[roots]]
-            inner = np.flatnonzero(np.isin(self.parent, step_roots))
+            inner = self._children_of(step_roots)
             return self._by_start(np.concatenate([roots[~self.is_step[roots]], inner]))
         steps = self.step_nodes(step)
-        inner = np.flatnonzero(np.isin(self.parent, steps))
+        inner = self._children_of(steps)
         s0, e0 = int(self.start[steps].min()), int(self.end[steps].max())
         other = roots[~np.isin(self.tid[roots], self.tid[steps]) & ~self.is_step[roots]
                       & (self.start[roots] >= s0) & (self.start[roots] <= e0)]
         return self._by_start(np.concatenate([inner, other]))
+
+    def _children_of(self, nodes: np.ndarray) -> np.ndarray:
+        """The nodes whose parent is one of ``nodes``, ascending: each node's children are the
+        nodes one level deeper inside its pre-order span ``(x, x + size[x])``, so only the spans
+        are read (``np.isin(parent, nodes)`` over the ~2M parents was 0.03-0.06 s a 1 GB side,
+        twice per matching)."""
+        nodes = np.asarray(nodes, dtype=np.int64)
+        depth, size = self.depth, self.size
+        if int(size[nodes].sum()) > 2 * len(size) + 1024:      # nested spans: read each once instead
+            return np.flatnonzero(np.isin(self.parent, nodes))
+        parts = [x + 1 + np.flatnonzero(depth[x + 1:x + int(size[x])] == depth[x] + 1)
+                 for x in nodes.tolist()]
+        return np.unique(np.concatenate(parts)) if parts else np.zeros(0, np.int64)
 
     def step_window(self, step: int | None) -> tuple[int, int] | None:
         if step is None:
