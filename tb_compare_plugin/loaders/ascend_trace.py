@@ -57,6 +57,8 @@ def _role_code(process_name) -> int:
 
 def _one(v) -> int:
     """A metadata pid/tid keyed like the columns (``ints`` of that one value)."""
+    if type(v) is int and -(1 << 63) <= v < (1 << 63):
+        return v
     try:
         return int(_ints([v])[0])
     except (TypeError, ValueError, OverflowError):
@@ -230,6 +232,13 @@ def _classes(field: Field, lut: list, classes: dict) -> np.ndarray:
     return np.array([classes.get(v, 0) if type(v) is str else 0 for v in piece], dtype=np.int8)
 
 
+def _in_groups(groups) -> np.ndarray:
+    """Storage group code -> whether it is one of ``groups`` (a lookup table over the 7 codes)."""
+    t = np.zeros(G_ALL + 1, dtype=bool)
+    t[list(groups)] = True
+    return t
+
+
 def _cat(parts: list, dtype) -> np.ndarray:
     return np.concatenate(parts) if parts else np.zeros(0, dtype)
 
@@ -290,8 +299,9 @@ class Trace:
         masks = {"hw": role == 1, "hccl": role == 2, "ovl": role == 3, "ops": host & (cls == 1),
                  "py": host & (cls == 2)}
         idxs = {kind: np.flatnonzero(m & ok) for kind, m in masks.items()}
+        kept = {kind: _in_groups(gs) for kind, (fs, gs) in _KIND_FIELDS.items() if fs}
         for kind, idx in idxs.items():                 # were their args kept?
-            if _KIND_FIELDS[kind][0] and not np.isin(group[idx], _KIND_FIELDS[kind][1]).all():
+            if kind in kept and not kept[kind][group[idx]].all():
                 raise _Redo()
         dur = x["dur"].floats() * 1000.0
         good_dur = np.isfinite(dur) & (dur >= 0)
@@ -304,14 +314,17 @@ class Trace:
         self.n_events = col.n_events          # every event of the file (metadata and flows included)
         self.n_device = int((role == 1).sum())    # "Ascend Hardware" events, readable or not
         self.b: dict = {}
+        names = x["name"].texts(slice(None))           # (Texts or objects: both index by rows)
         for kind, idx in idxs.items():
             c = {"n": len(idx), "pid": pid[idx], "tid": tid[idx], "ts": ts[idx], "dur": dur[idx],
-                 "name": x["name"].texts(idx)}
+                 "name": names[idx]}
             if kind == "ops":
                 c["cat"] = x["cat"].texts(idx)
-            fields, groups = _KIND_FIELDS[kind]
+            fields = _KIND_FIELDS[kind][0]
             if fields:
-                rows = (np.cumsum(np.isin(group, groups)) - 1)[idx]
+                # each event's row among the events its args were stored for (idx is a sorted
+                # subset of them, checked above): found by a search instead of a running count
+                rows = np.searchsorted(np.flatnonzero(kept[kind][group]), idx)
                 for f in fields:
                     c[f] = col.args[f].column(rows, f in _TEXT)
             self.b[kind] = c
