@@ -166,6 +166,7 @@ class Scanner:
     # -- scanner buffers ---------------------------------------------------------------------
     def _rows(self, cap: int) -> None:
         if cap > self.rows:
+            cap += cap // 8                 # (the chunks differ by a few bytes: not a new table each)
             self.rows = cap
             self.K = np.zeros((self.nf, cap), np.uint8)     # per field, the chunk's events
             self.V = np.zeros((self.nf, cap), np.int64)
@@ -173,6 +174,7 @@ class Scanner:
 
     def _new(self, cap: int) -> None:
         if cap > self.new_cap:
+            cap += cap // 8
             self.new_cap = cap
             self.new_s = np.zeros(cap, np.int64)
             self.new_e = np.zeros(cap, np.int64)

@@ -198,9 +198,15 @@ class _Collector:
         if self.full:
             return np.full(n, G_ALL, dtype=np.int8)
         role = np.full(n, -1, dtype=np.int8)                # -1: no process_name seen yet
-        if pid_piece[0] == "i":
-            for p, code in self.known.items():
-                role[pid_piece[1] == p] = code
+        if pid_piece[0] == "i" and self.known:        # each pid's known role, by one sorted search
+            keys = np.fromiter(self.known, np.int64, len(self.known))
+            order = np.argsort(keys)
+            keys = keys[order]
+            codes = np.fromiter(self.known.values(), np.int8, len(self.known))[order]
+            pid = pid_piece[1]
+            pos = np.minimum(np.searchsorted(keys, pid), len(keys) - 1)
+            hit = keys[pos] == pid
+            role[hit] = codes[pos[hit]]
         group = np.full(n, G_SKIP, dtype=np.int8)
         group[role == 1] = G_HW
         group[role == 2] = G_HCCL
