@@ -317,8 +317,8 @@ def _answer(args, opts, base, target, base_spec, target_spec, imports) -> int:
 
 
 class _FirstSide:
-    """The ``warm`` of ``load_pair``: the per-side parts of the tail's work (the op tree's kernel
-    detail lines and their offsets, the memory curves) computed for the side that is in first, on the core its
+    """The ``warm`` of ``load_pair``: the per-side parts of the tail's work (the op tree's op
+    starts and names, its kernel detail lines and their offsets, the memory curves) computed for the side that is in first, on the core its
     parser process left, while the other side still parses.  :meth:`close` waits until both
     sides' warm-up (``load_pair`` calls this after each side's ``side_work``) is over, so
     nothing runs on another thread when the tail forks."""
@@ -337,7 +337,9 @@ class _FirstSide:
                 from .comparison import side_memory_curves
                 from .engines.optree import tree_of
                 from .engines.scope_tree import op_view
-                tree_of(op_view(prof)).kernel_line_offsets     # (its kernel_line_table first)
+                tree = tree_of(op_view(prof))
+                tree.start, tree.name                   # what the op matching reads first (both processes)
+                tree.kernel_line_offsets                # (its kernel_line_table first)
                 side_memory_curves(prof)
                 mark("cli: first side's tail work done")
         except Exception:  # noqa: BLE001 - kept as the value's failure; the tail reports it
