@@ -1,7 +1,7 @@
 """The numba-compiled body of :mod:`.ascend_fast` (imported only when numba is present).
 
 :func:`scan` walks one chunk ``[ev, ev, ...]`` of an Ascend ``trace_view.json`` once and fills one
-column per event of a kinds table (uint8) and a values table (int64), one row per field, plus the ``dur`` doubles.  Text
+row per event of a kinds table (uint8) and a values table (int64), plus the ``dur`` doubles.  Text
 values of the fields the loader reads are not copied: each gets an id from a table of distinct raw
 spans that lives across chunks (two 64-bit hashes and the length of the raw bytes between the
 quotes, and the id + 1, 0 for a free slot: one 32-byte entry of a uint64 array, so a lookup touches
@@ -345,8 +345,8 @@ def _hash(b, s, e):
 
 @jit
 def scan(buf, K, V, DV, xok, fok, tt, state, new_s, new_e, tkb_, tkoff_, tklut_, tmode, akb_, akoff_, aklut_, amode):
-    """Walk ``[ev, ev, ...]`` (``buf``) once: (status, events).  Column ``r`` of K / V holds event r's
-    value kinds and values (row F_*: one contiguous array per field), DV[r] its ``dur``; text values are ids into the distinct-span
+    """Walk ``[ev, ev, ...]`` (``buf``) once: (status, events).  Row ``r`` of K / V holds event r's value
+    kinds and values (column F_*), DV[r] its ``dur``; text values are ids into the distinct-span
     table (``tt``: 4 uint64 per slot, see the module doc; ``state`` = [ids handed out so far, new spans in this call, entries in
     the table]; a full table is replaced by a bigger empty one: a text met again gets a new id).  Integers
     of 2**53 or more are read only in ``id`` (elsewhere the general decoder may keep them as objects)."""
@@ -355,8 +355,8 @@ def scan(buf, K, V, DV, xok, fok, tt, state, new_s, new_e, tkb_, tkoff_, tklut_,
     tkb, tkoff, tklut = tkb_.ctypes.data, tkoff_.ctypes.data, tklut_.ctypes.data
     akb, akoff, aklut = akb_.ctypes.data, akoff_.ctypes.data, aklut_.ctypes.data
     tmask = np.uint64(len(tt) // 4 - 1)
-    cap = K.shape[1]
-    nf = K.shape[0]
+    cap = K.shape[0]
+    nf = K.shape[1]
     stack = np.zeros(MAX_DEPTH + 1, np.uint8)
     nt, na = len(tmode), len(amode)                     # key tables' sizes = the "no previous key" state
     tpred = np.full(nt + 1, -1, np.int64)               # key index -> the key that came next last time
@@ -380,8 +380,8 @@ def scan(buf, K, V, DV, xok, fok, tt, state, new_s, new_e, tkb_, tkoff_, tklut_,
         if ev >= cap:
             return TOO_MANY, ev
         for f in range(nf):
-            K[f, ev] = K_ABSENT
-        V[F_START, ev] = i
+            K[ev, f] = K_ABSENT
+        V[ev, F_START] = i
         DV[ev] = np.nan
         i = _ws(b, i + 1, n)
         if i >= n:
@@ -431,11 +431,11 @@ def scan(buf, K, V, DV, xok, fok, tt, state, new_s, new_e, tkb_, tkoff_, tklut_,
             i = _ws(b, i + 1, n)
             if i >= n:
                 return BAD, ev
-            if mode != 0 and K[f, ev] != K_ABSENT:      # a repeated key: the general decoder decides
+            if mode != 0 and K[ev, f] != K_ABSENT:      # a repeated key: the general decoder decides
                 return ODD, ev
             c = _ld1(b, i)
             if mode == 7 and c == 123:                  # args: its members are read as ours
-                K[F_ARGS, ev] = K_OBJ
+                K[ev, F_ARGS] = K_OBJ
                 i = _ws(b, i + 1, n)
                 if i < n and _ld1(b, i) == 125:
                     i += 1
@@ -477,11 +477,11 @@ def scan(buf, K, V, DV, xok, fok, tt, state, new_s, new_e, tkb_, tkoff_, tklut_,
                         new_e[k] = j
                         state[0] = r + 1
                         state[1] = k + 1
-                    K[f, ev] = K_STR
-                    V[f, ev] = r
+                    K[ev, f] = K_STR
+                    V[ev, f] = r
                 elif mode == 6:                         # ph: one letter
-                    K[f, ev] = K_STR if j - s == 1 else K_OTHER
-                    V[f, ev] = _ld1(b, s)
+                    K[ev, f] = K_STR if j - s == 1 else K_OTHER
+                    V[ev, f] = _ld1(b, s)
                 elif mode == 2:                         # ts: digits "." 3 digits -> exact ns
                     ln = j - s
                     # 4..19 digits, as ascend_columns.ts_ns reads them (19: below the int64 limit)
@@ -496,10 +496,10 @@ def scan(buf, K, V, DV, xok, fok, tt, state, new_s, new_e, tkb_, tkoff_, tklut_,
                                 ok = False
                                 break
                             v = v * 10 + (d - 48)
-                    K[f, ev] = K_STR if ok else K_OTHER
-                    V[f, ev] = v
+                    K[ev, f] = K_STR if ok else K_OTHER
+                    V[ev, f] = v
                 elif mode != 0:
-                    K[f, ev] = K_OTHER
+                    K[ev, f] = K_OTHER
             elif c == 45 or 48 <= c <= 57:              # a number
                 s0 = i
                 j, isint, wd, fd, exp, v = _num_end(b, i, n)
@@ -509,33 +509,33 @@ def scan(buf, K, V, DV, xok, fok, tt, state, new_s, new_e, tkb_, tkoff_, tklut_,
                 i = j
                 if mode == 1 or mode == 3:
                     if isint and wd <= 19 and v >= 0 and (mode == 3 or v < 9007199254740992):
-                        K[f, ev] = K_INT
-                        V[f, ev] = -v if neg else v
+                        K[ev, f] = K_INT
+                        V[ev, f] = -v if neg else v
                     else:
-                        K[f, ev] = K_OTHER
+                        K[ev, f] = K_OTHER
                 elif mode == 5:                         # dur: the double when exact here, else its span
                     if not exp and wd + fd <= 18 and v < 9007199254740992:
                         d = v / _POW10[fd]              # both exact: one correctly rounded division
                         DV[ev] = -d if neg else d
-                        K[f, ev] = K_INT if isint else K_FLOAT
+                        K[ev, f] = K_INT if isint else K_FLOAT
                     elif isint and wd > 18:
-                        K[f, ev] = K_OTHER
+                        K[ev, f] = K_OTHER
                     else:
-                        K[f, ev] = K_HARD
-                        V[f, ev] = (s0 << 32) | j
+                        K[ev, f] = K_HARD
+                        V[ev, f] = (s0 << 32) | j
                 elif mode != 0:
-                    K[f, ev] = K_OTHER
+                    K[ev, f] = K_OTHER
             elif c == 110 and i + 4 <= n and _ld1(b, i + 1) == 117 and _ld1(b, i + 2) == 108 and _ld1(b, i + 3) == 108:
                 i += 4
                 if mode != 0:
-                    K[f, ev] = K_NULL
+                    K[ev, f] = K_NULL
             else:                                       # true / false / array / object
                 j = _skip(b, i, n, stack)
                 if j < 0:
                     return (BAD if j == -1 else ODD), ev
                 i = j
                 if mode != 0:
-                    K[f, ev] = K_OTHER
+                    K[ev, f] = K_OTHER
             # after the member: ',' next member, '}' closes args or the event
             while True:
                 i = _ws(b, i, n)
@@ -553,21 +553,21 @@ def scan(buf, K, V, DV, xok, fok, tt, state, new_s, new_e, tkb_, tkoff_, tklut_,
                     closed = True
                     break
                 return BAD, ev
-        V[F_END, ev] = i
+        V[ev, F_END] = i
         # the phase (one letter the schema knows) and, for X and flow events, every value read
         # of a kind the fast path takes (xok / fok: column x kind -> 1)
-        if K[F_PH, ev] != K_STR:
+        if K[ev, F_PH] != K_STR:
             return ODD, ev
-        ph = V[F_PH, ev]
+        ph = V[ev, F_PH]
         if not ((65 <= ph <= 90 and ph != 83) or 97 <= ph <= 122):
             return ODD, ev
         if ph == 88:
             for f in range(nf):
-                if xok[f, K[f, ev]] == 0:
+                if xok[f, K[ev, f]] == 0:
                     return ODD_X, ev
         elif ph == 115 or ph == 102:
             for f in range(nf):
-                if fok[f, K[f, ev]] == 0:
+                if fok[f, K[ev, f]] == 0:
                     return ODD_FLOW, ev
         ev += 1
         i = _ws(b, i, n)
@@ -584,16 +584,16 @@ def scan(buf, K, V, DV, xok, fok, tt, state, new_s, new_e, tkb_, tkoff_, tklut_,
 
 
 # -- the columns of one chunk's rows (ascend_fast.Scanner._ints / _texts): one pass each instead of
-# a numpy call per step over a field's row of the tables
+# a numpy call per step over a strided column of the tables
 @jit
 def take_ints(K, V, rows, c, out, miss):
-    """out[i] = V[c, rows[i]] where that value is an int (K_INT), else -1 with miss[i] set; the
+    """out[i] = V[rows[i], c] where that value is an int (K_INT), else -1 with miss[i] set; the
     number of ints."""
     n_int = 0
     for i in range(len(rows)):
         r = rows[i]
-        if K[c, r] == K_INT:
-            out[i] = V[c, r]
+        if K[r, c] == K_INT:
+            out[i] = V[r, c]
             miss[i] = False
             n_int += 1
         else:
@@ -609,8 +609,8 @@ def take_texts(K, V, rows, c, lut, out):
     todo = 0
     for i in range(len(rows)):
         r = rows[i]
-        if K[c, r] == K_STR:
-            v = lut[V[c, r]]
+        if K[r, c] == K_STR:
+            v = lut[V[r, c]]
             out[i] = v
             if v == -2:
                 todo += 1

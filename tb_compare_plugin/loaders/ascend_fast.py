@@ -168,8 +168,8 @@ class Scanner:
         if cap > self.rows:
             cap += cap // 8                 # (the chunks differ by a few bytes: not a new table each)
             self.rows = cap
-            self.K = np.zeros((self.nf, cap), np.uint8)     # per field, the chunk's events
-            self.V = np.zeros((self.nf, cap), np.int64)
+            self.K = np.zeros((cap, self.nf), np.uint8)
+            self.V = np.zeros((cap, self.nf), np.int64)
             self.DV = np.zeros(cap, np.float64)
 
     def _new(self, cap: int) -> None:
@@ -243,21 +243,21 @@ class Scanner:
             j = self.j
             if status != j.OK:
                 return _STATUS.get(status, "scanner refused the chunk")
-            K, V = self.K[:, :n], self.V[:, :n]
-            kind = _PH_KIND[V[j.F_PH]]                # (the scanner checked the phases and value kinds)
+            K, V = self.K[:n], self.V[:n]
+            kind = _PH_KIND[V[:, j.F_PH]]                # (the scanner checked the phases and value kinds)
             xi = np.flatnonzero(kind == 1)
             fi = np.flatnonzero(kind >= 3)
             if self.bad:
                 rows = np.concatenate([xi, fi])
                 used = np.zeros(len(self.texts), bool)
                 for c in (j.F_NAME, j.F_CAT, j.F_ID, *self.txt_cols):
-                    k = K[c, rows]
-                    used[V[c, rows][k == j.K_STR]] = True
+                    k = K[rows, c]
+                    used[V[rows, c][k == j.K_STR]] = True
                 if any(self.texts[t] is None for t in np.flatnonzero(used).tolist()):
                     return "a text msgspec reads differently"
-            hard = xi[K[j.F_DUR, xi] == j.K_HARD]
+            hard = xi[K[xi, j.F_DUR] == j.K_HARD]
             if len(hard):                               # durs read here as msgspec reads them
-                spans = self.V[j.F_DUR, hard]
+                spans = self.V[hard, j.F_DUR]
                 starts, lens = spans >> 32, (spans & 0xffffffff) - (spans >> 32)
                 cut = np.zeros(len(lens) + 1, np.int64)
                 np.cumsum(lens, out=cut[1:])
@@ -271,7 +271,7 @@ class Scanner:
             mi = np.flatnonzero(kind == 2)
             if len(mi):
                 metas = []
-                for s, e in zip(V[j.F_START, mi].tolist(), V[j.F_END, mi].tolist()):
+                for s, e in zip(V[mi, j.F_START].tolist(), V[mi, j.F_END].tolist()):
                     try:
                         metas.append(_M_DECODER.decode(buf[s:e].tobytes()))
                     except (msgspec.ValidationError, msgspec.DecodeError):
@@ -311,7 +311,7 @@ class Scanner:
             self.luts[id(field)] = (field, lut)
         codes = np.empty(len(rows), np.int32)
         if self.j.take_texts(self.K, self.V, rows, c, lut, codes):
-            ids = self.V[c, rows][self.K[c, rows] == self.j.K_STR]
+            ids = self.V[rows, c][self.K[rows, c] == self.j.K_STR]
             voc, texts = field.vocab, self.texts
             for t in np.unique(ids[lut[ids] == -2]).tolist():
                 lut[t] = voc[texts[t]]
@@ -325,7 +325,7 @@ class Scanner:
         x["name"].pieces.append(self._texts(x["name"], j.F_NAME, xi))
         x["dur"].pieces.append(("f", self.DV[xi]))
         x["cat"].pieces.append(self._texts(x["cat"], j.F_CAT, xi))
-        col.x_ts.append(self.V[j.F_TS, xi])
+        col.x_ts.append(self.V[xi, j.F_TS])
         cls = col.x_classes()
         col.x_cls.append(cls)
         group = col._groups(x["pid"].pieces[-1], cls)
@@ -353,7 +353,7 @@ class Scanner:
         fcls = col.flow_classes()
         if fcls.any():
             rows = fi[fcls > 0]
-            k, v = self.K[j.F_ID, rows], self.V[j.F_ID, rows]
+            k, v = self.K[rows, j.F_ID], self.V[rows, j.F_ID]
             ids = np.full(len(rows), None, dtype=object)
             m = k == j.K_INT
             if m.any():
@@ -363,7 +363,7 @@ class Scanner:
                 texts = self.texts
                 ids[m] = [texts[t] for t in v[m].tolist()]
             fl["id"].add(ids.tolist(), "i")
-        col.fl_ts.append(self.V[j.F_TS, fi])
+        col.fl_ts.append(self.V[fi, j.F_TS])
         col.fl_f.append(fkind == 4)
         col.fl_cls.append(fcls)
 
