@@ -125,6 +125,7 @@ class Sheet:
     outgrows them is deflated at the workbook's ``big_level`` (faster), others at its level."""
 
     _FLUSH = 2000
+    _BLOCK_CHARS = 2 << 20
     BIG_PART = 8 << 20
 
     def __init__(self, book: "Workbook", index: int, name: str, n_rows: int, n_cols: int, widths,
@@ -246,13 +247,18 @@ class Sheet:
         if self._buf:
             self._write("".join(self._buf))
             self._buf.clear()
-        for lo in range(0, len(rows), self._FLUSH):
-            block = rows[lo:lo + self._FLUSH]
+        lo, step = 0, min(self._FLUSH, 256)
+        while lo < len(rows):
+            block = rows[lo:lo + step]
             rns = [str(first + lo + i + 1) for i in range(len(block))]
             cols = [self._column(self._letters[c], vals, st if type(st) is int else st[lo:lo + len(block)], rns)
                     for c, (vals, st) in enumerate(zip(zip(*block), styles))]
-            self._write("".join(chain.from_iterable(zip([f'<row r="{rn}">' for rn in rns], *cols,
-                                                        repeat("</row>")))))
+            xml = "".join(chain.from_iterable(zip([f'<row r="{rn}">' for rn in rns], *cols, repeat("</row>"))))
+            self._write(xml)
+            lo += len(block)
+            # rows per block: up to _FLUSH, fewer when rows are long (OperatorCompare's kernel
+            # details: ~6 KB a row), so that the blocks waiting for the deflate hold ~_BLOCK_CHARS each
+            step = max(64, min(self._FLUSH, self._BLOCK_CHARS * len(block) // max(len(xml), 1)))
         self._last_row = first + len(rows) - 1
 
     def _float(self, v: float) -> str:
