@@ -320,8 +320,9 @@ def _answer(args, opts, base, target, base_spec, target_spec, imports) -> int:
 
 class _FirstSide:
     """The ``warm`` of ``load_pair``: the per-side parts of the tail's work (the op tree's op
-    starts and names, its kernel detail lines and their offsets, the memory curves) computed for the side that is in first, on the core its
-    parser process left, while the other side still parses.  :meth:`close` waits until both
+    starts and names, its kernel detail lines and their offsets, the memory curves) computed for
+    the side that is in first, on the core its parser process left, while the other side still
+    parses.  :meth:`close` waits until both
     sides' warm-up (``load_pair`` calls this after each side's ``side_work``) is over, so
     nothing runs on another thread when the tail forks."""
 

@@ -23,7 +23,7 @@ import re
 
 import numpy as np
 
-from ..model.keys import id_bounds, id_kernels, lut_take
+from ..model.keys import id_bounds, id_kernels, lut_fits, lut_take
 
 # bucket codes ---------------------------------------------------------------------------------
 NONE = 0
@@ -77,7 +77,7 @@ def distinct_ids(ids: np.ndarray) -> np.ndarray:
     k = id_kernels(ids)
     if k is not None:
         lo, hi = id_bounds(ids, k)
-        if lo >= 0 and hi <= 4 * len(ids) + (1 << 20):
+        if lut_fits(lo, hi, len(ids)):
             seen = np.zeros(hi + 1, bool)
             k.mark_seen(ids, seen)
             return np.flatnonzero(seen)

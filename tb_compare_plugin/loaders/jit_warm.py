@@ -28,7 +28,7 @@ def _setting(name: str) -> str:
 
 
 PRELOAD_ENV = "TB_COMPARE_JIT_PRELOAD"
-"""Set by the parse pool while it starts its fork server (:func:`preload_env`): which parts
+"""Set by the parse pool while it starts its fork server (``service.parsepool._jit_parts_named``): which parts
 :mod:`.jit_preload` loads, comma-separated ``kineto``, ``ascend``, ``model``; unset: all of them."""
 
 ALL = frozenset(("kineto", "ascend", "model"))

@@ -17,6 +17,12 @@ def id_kernels(ids: np.ndarray):
     return jit.kernels(len(ids))
 
 
+def lut_fits(lo: int, hi: int, n: int) -> bool:
+    """Whether ids in [lo, hi] (``n`` of them) index a lookup table cheaply: none negative, and
+    the table not much larger than the ids (at most 4 entries an id, or 1 M)."""
+    return lo >= 0 and hi <= 4 * n + (1 << 20)
+
+
 def id_bounds(ids: np.ndarray, k=None) -> tuple[int, int]:
     """(min, max) of a non-empty id array (one pass with the kernels ``k``)."""
     if k is not None:
@@ -41,7 +47,7 @@ def id_mask(ids: np.ndarray, wanted) -> np.ndarray:
         return np.zeros(len(ids), bool)
     k = id_kernels(ids)
     lo, hi = id_bounds(ids, k)
-    if lo < 0 or hi > 4 * len(ids) + (1 << 20):
+    if not lut_fits(lo, hi, len(ids)):
         return np.isin(ids, wanted)
     lut = np.zeros(hi + 1, bool)
     lut[wanted[(wanted >= 0) & (wanted <= hi)]] = True
