@@ -90,11 +90,27 @@ def _window(profile, step: int | None, side: str) -> tuple[int, int] | None:
 
 def _decode(sym, ids: np.ndarray, fmt=None) -> np.ndarray:
     """Symbol ids -> object array of strings, decoding each distinct id once (optionally mapped)."""
+    return _decode_coded(sym, ids, fmt)[0]
+
+
+def _decode_coded(sym, ids: np.ndarray, fmt=None) -> tuple[np.ndarray, np.ndarray, list]:
+    """(strings, codes, distinct): :func:`_decode`'s object array, each row's code into
+    ``distinct`` (the distinct strings; equal strings share a code), so that tests and groupings
+    run once per distinct string, not once per row."""
     if not len(ids):
-        return np.zeros(0, dtype=object)
+        return np.zeros(0, dtype=object), np.zeros(0, dtype=np.int64), []
     u, inv = np.unique(ids, return_inverse=True)
     names = sym.strings(u)
-    return np.array([fmt(x) for x in names] if fmt else names, dtype=object)[inv.reshape(-1)]
+    if fmt:
+        names = [fmt(x) for x in names]
+    return _coded(np.array(names, dtype=object), inv.reshape(-1))
+
+
+def _coded(lut: np.ndarray, inv: np.ndarray) -> tuple[np.ndarray, np.ndarray, list]:
+    """(lut[inv], codes, distinct) with one code per distinct string of ``lut``."""
+    code_of: dict = {}
+    lut_code = np.array([code_of.setdefault(x, len(code_of)) for x in lut.tolist()], dtype=np.int64)
+    return lut[inv], lut_code[inv], list(code_of)
 
 
 def _link_by_time(ops: pd.DataFrame, tasks: pd.DataFrame) -> np.ndarray:
@@ -117,25 +133,40 @@ def _link_by_time(ops: pd.DataFrame, tasks: pd.DataFrame) -> np.ndarray:
     return out
 
 
-def _counted_waits(tasks: pd.DataFrame, names: np.ndarray) -> np.ndarray:
+def _counted_waits(tasks: pd.DataFrame, names: np.ndarray, coded=None) -> np.ndarray:
     """Mask of Notify_Wait tasks that are waiting, not RDMA transfer (spec b.2 filter).
 
     Per (group, plane), in time order: a Notify_Wait right after RDMASend, RDMASend, or after
-    RDMASend, RDMASend, Notify_Wait, RDMASend, is part of an RDMA transfer.
+    RDMASend, RDMASend, Notify_Wait, RDMASend, is part of an RDMA transfer.  ``coded``: the
+    names' (codes, distinct) when known (the names are then tested once per distinct name).
     """
-    is_wait = names == _NOTIFY_WAIT
+    if coded is not None:
+        codes, distinct = coded
+        kind = np.array([1 if x == _NOTIFY_WAIT else 2 if x == _RDMA_SEND else 0 for x in distinct] or [0],
+                        dtype=np.int64)
+        code = kind[codes] if len(codes) else np.zeros(0, dtype=np.int64)
+        is_wait = code == 1
+    else:
+        is_wait = names == _NOTIFY_WAIT
+        code = None
     if not is_wait.any():
         return is_wait
-    code = np.where(is_wait, 1, np.where(names == _RDMA_SEND, 2, 0))
+    if code is None:
+        code = np.where(is_wait, 1, np.where(names == _RDMA_SEND, 2, 0))
     order = np.lexsort((np.arange(len(tasks)), tasks["start_ns"].to_numpy(),
                         tasks["plane"].to_numpy(), tasks["group"].to_numpy()))
-    df = pd.DataFrame({"g": tasks["group"].to_numpy()[order], "p": tasks["plane"].to_numpy()[order],
-                       "c": code[order]})
-    gb = df.groupby(["g", "p"], sort=False)["c"]
-    p1, p2, p3, p4 = (gb.shift(k).fillna(-1).to_numpy() for k in (1, 2, 3, 4))
+    g, p, c = tasks["group"].to_numpy()[order], tasks["plane"].to_numpy()[order], code[order]
+    run = np.cumsum(np.r_[True, (g[1:] != g[:-1]) | (p[1:] != p[:-1])])      # (group, plane) runs
+
+    def before(k: int) -> np.ndarray:           # the code k tasks earlier in the same run, else -1
+        out = np.full(len(c), -1, dtype=np.int64)
+        if k < len(c):
+            out[k:] = np.where(run[k:] == run[:-k], c[:-k], -1)
+        return out
+    p1, p2, p3, p4 = (before(k) for k in (1, 2, 3, 4))
     rdma = ((p1 == 2) & (p2 == 2)) | ((p1 == 2) & (p2 == 1) & (p3 == 2) & (p4 == 2))
     counted = np.zeros(len(tasks), dtype=bool)
-    counted[order] = (df["c"].to_numpy() == 1) & ~rdma
+    counted[order] = (c == 1) & ~rdma
     return counted
 
 
@@ -176,12 +207,17 @@ def _side(profile, step: int | None, side: str) -> tuple[pd.DataFrame, pd.DataFr
                     for k in uniq], dtype=object)
     pg = profile.meta.pg_names or {}
     n = len(ops)
+    # each key column's code per distinct string: the statistics group by codes (_grouped)
+    colls, coll_c, _ = _coded(lut, inv.reshape(-1)) if n else (np.zeros(0, dtype=object),
+                                                               np.zeros(0, dtype=np.int64), [])
+    groups, group_c, _ = _decode_coded(sym, ops["group"].to_numpy(), lambda g: f"{pg[g]}: {g}" if g in pg else g)
     out = pd.DataFrame({
-        "coll": lut[inv.reshape(-1)] if n else np.zeros(0, dtype=object),
-        "group": _decode(sym, ops["group"].to_numpy(), lambda g: f"{pg[g]}: {g}" if g in pg else g),
+        "coll": colls,
+        "group": groups,
         "start_ns": ops["start_ns"].to_numpy(), "dur_ns": ops["dur_ns"].to_numpy(),
         "wait_ns": np.full(n, -1, dtype=np.int64), "bytes": np.zeros(n, dtype=np.int64),
         "link_ns": np.zeros(n, dtype=np.int64), "has_tasks": np.zeros(n, dtype=bool),
+        "coll_c": coll_c, "group_c": group_c,
     })
     # tasks: keep those inside a kept op, attributed to that op's row in `out`
     pos = np.full(len(full) + 1, -1, dtype=np.int64)      # full-table row -> row in `out`
@@ -194,13 +230,13 @@ def _side(profile, step: int | None, side: str) -> tuple[pd.DataFrame, pd.DataFr
     t = tasks[keep]
     row = row[keep]
     tname_ids = np.where(t["name"].to_numpy() != 0, t["name"].to_numpy(), t["task_type"].to_numpy())
-    tnames = _decode(sym, tname_ids)
+    tnames, task_c, task_names = _decode_coded(sym, tname_ids)
     ts, td = t["start_ns"].to_numpy(), t["dur_ns"].to_numpy()
     if len(t):
         out.loc[np.unique(row), "has_tasks"] = True
         # wait: per plane, the union of its counted Notify_Wait intervals inside the op; the op's
         # wait is the least-waiting plane among those that wait (the overview's Wait rule)
-        w = _counted_waits(t, tnames)
+        w = _counted_waits(t, tnames, (task_c, task_names))
         ostart, oend = out["start_ns"].to_numpy(), (out["start_ns"] + out["dur_ns"]).to_numpy()
         s = np.maximum(ts[w], ostart[row[w]])
         e = np.minimum(ts[w] + np.maximum(td[w], 0), oend[row[w]])
@@ -215,11 +251,12 @@ def _side(profile, step: int | None, side: str) -> tuple[pd.DataFrame, pd.DataFr
         out["wait_ns"] = np.where(out["has_tasks"], waited, -1)
         # transfer tasks: bytes moved between ranks, and the link busy time moving them
         src, dst = t["src_rank"].to_numpy(), t["dst_rank"].to_numpy()
-        transport = _decode(sym, t["transport"].to_numpy())
+        _, tr_c, tr_names = _decode_coded(sym, t["transport"].to_numpy())
         nb = t["bytes"].to_numpy()
         local = (((src == dst) & (src >= 0)) | (src == _NO_RANK) | (dst == _NO_RANK)
-                 | np.isin(transport, list(_LOCAL_TRANSPORTS)))
-        xfer = (nb > 0) & ~local & ~pd.Series(tnames, dtype=object).str.startswith("Notify").to_numpy()
+                 | np.array([x in _LOCAL_TRANSPORTS for x in tr_names] or [False], dtype=bool)[tr_c])
+        notify = np.array([x.startswith("Notify") for x in task_names] or [False], dtype=bool)[task_c]
+        xfer = (nb > 0) & ~local & ~notify
         out["bytes"] = np.bincount(row[xfer], weights=nb[xfer], minlength=n).astype(np.int64)
         out["link_ns"] = np.bincount(row[xfer], weights=np.maximum(td[xfer], 0), minlength=n).astype(np.int64)
     # ops without tasks: the loader's wait (DB waitNs) and op bytes, when present
@@ -230,28 +267,59 @@ def _side(profile, step: int | None, side: str) -> tuple[pd.DataFrame, pd.DataFr
     out.loc[use_opb, "bytes"] = opb[use_opb]
     out.loc[use_opb, "link_ns"] = out["dur_ns"].to_numpy()[use_opb]
     tdf = pd.DataFrame({"coll": out["coll"].to_numpy()[row], "group": out["group"].to_numpy()[row],
-                        "task": tnames, "start_ns": ts, "dur_ns": td})
+                        "task": tnames, "start_ns": ts, "dur_ns": td,
+                        "coll_c": coll_c[row], "group_c": group_c[row], "task_c": task_c})
     return out, tdf
 
 
 # --------------------------------------------------------------------------------------- stats
 
+def _grouped(df: pd.DataFrame, keys: list[str]) -> tuple:
+    """``df`` (ordered by start, stably) grouped by ``keys`` through their ``<key>_c`` codes, as
+    ``groupby(keys, sort=False)``: (the key columns of each group, in order of first appearance;
+    the rows' order grouped; each group's first position in it; the group sizes)."""
+    key = np.zeros(len(df), dtype=np.int64)
+    for k in keys:
+        c = df[k + "_c"].to_numpy()
+        width = int(c.max()) + 1 if len(c) else 1
+        key = key * width + c
+    order = np.argsort(df["start_ns"].to_numpy(), kind="stable")
+    key = key[order]
+    _, first, inv = np.unique(key, return_index=True, return_inverse=True)
+    rank = np.empty(len(first), dtype=np.int64)                 # groups by first appearance
+    rank[np.argsort(first, kind="stable")] = np.arange(len(first))
+    g = rank[inv.reshape(-1)]
+    within = np.argsort(g, kind="stable")
+    rows = order[within]
+    sizes = np.bincount(g, minlength=len(first)).astype(np.int64)
+    starts = np.zeros(len(first), dtype=np.int64)
+    np.cumsum(sizes[:-1], out=starts[1:])
+    heads = rows[starts]
+    return {k: df[k].to_numpy()[heads] for k in keys}, rows, starts, sizes
+
+
+def _sums(values: np.ndarray, rows: np.ndarray, starts: np.ndarray, how=np.add) -> np.ndarray:
+    return how.reduceat(values[rows], starts) if len(starts) else np.zeros(0, dtype=values.dtype)
+
+
 def _op_stats(ops: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
-    ops = ops.sort_values("start_ns", kind="stable")
-    known = ops["wait_ns"] >= 0
-    ops = ops.assign(wk=np.where(known, ops["wait_ns"], 0), dk=np.where(known, ops["dur_ns"], 0),
-                     known=known)
-    g = ops.groupby(keys, sort=False)
+    heads, rows, starts, sizes = _grouped(ops, keys)
+    known = ops["wait_ns"].to_numpy() >= 0
+    dur = ops["dur_ns"].to_numpy()
     return pd.DataFrame({
-        "calls": g.size(), "total": g["dur_ns"].sum(), "max": g["dur_ns"].max(), "min": g["dur_ns"].min(),
-        "wait": g["wk"].sum(), "known_dur": g["dk"].sum(), "n_known": g["known"].sum(),
-        "bytes": g["bytes"].sum(), "link": g["link_ns"].sum()}).reset_index()
+        **heads, "calls": sizes, "total": _sums(dur, rows, starts), "max": _sums(dur, rows, starts, np.maximum),
+        "min": _sums(dur, rows, starts, np.minimum),
+        "wait": _sums(np.where(known, ops["wait_ns"].to_numpy(), 0), rows, starts),
+        "known_dur": _sums(np.where(known, dur, 0), rows, starts),
+        "n_known": _sums(known.astype(np.int64), rows, starts),
+        "bytes": _sums(ops["bytes"].to_numpy(), rows, starts), "link": _sums(ops["link_ns"].to_numpy(), rows, starts)})
 
 
 def _task_stats(tasks: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
-    tasks = tasks.sort_values("start_ns", kind="stable")
-    g = tasks.groupby(keys + ["task"], sort=False)["dur_ns"]
-    return pd.DataFrame({"calls": g.size(), "total": g.sum(), "max": g.max(), "min": g.min()}).reset_index()
+    heads, rows, starts, sizes = _grouped(tasks, keys + ["task"])
+    dur = tasks["dur_ns"].to_numpy()
+    return pd.DataFrame({**heads, "calls": sizes, "total": _sums(dur, rows, starts),
+                         "max": _sums(dur, rows, starts, np.maximum), "min": _sums(dur, rows, starts, np.minimum)})
 
 
 def _side_dict(r: dict | None, with_extras: bool = True) -> dict:
@@ -343,7 +411,10 @@ def _pair_groups(base, target, bo: pd.DataFrame, to: pd.DataFrame, notes: list) 
 def _relabel(df: pd.DataFrame, mapping: dict) -> pd.DataFrame:
     if not mapping or not len(df):
         return df
-    return df.assign(group=[mapping.get(g, g) for g in df["group"].tolist()])
+    group = [mapping.get(g, g) for g in df["group"].tolist()]
+    code_of: dict = {}
+    return df.assign(group=group, group_c=np.array([code_of.setdefault(g, len(code_of)) for g in group],
+                                                   dtype=np.int64))
 
 
 def compare_communication(base, target, base_step: int | None = None,
