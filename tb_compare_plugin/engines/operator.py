@@ -47,7 +47,9 @@ def _shape_keys(tree: OpTree, nodes: np.ndarray) -> list[str]:
 
 
 def _keys(tree: OpTree, nodes: np.ndarray, mapper: NameMapper, use_shape: bool) -> list[str]:
-    names = tree.profile.symbols.as_array()[tree.name[nodes]].tolist() if len(nodes) else []
+    # the ids of these nodes only (``as_array`` would copy every string of the profile: ~700
+    # segments on an Ascend pair with 175 steps)
+    names = tree.profile.symbols.strings(tree.name[nodes].tolist()) if len(nodes) else []
     keys = mapper.keys(names)
     if use_shape:
         keys = [k + "\x1f" + s for k, s in zip(keys, _shape_keys(tree, nodes))]

@@ -227,9 +227,12 @@ def _us_texts(ns: np.ndarray, style: str) -> list[str]:
     if style == "float":
         return [repr(x / 1000) for x in ns.tolist()]       # int / int: correctly rounded
     q, m = (ns // 1000).tolist(), (ns % 1000).tolist()     # floor division, as Python's
-    if style == "trim":
-        return [f"{a}.{b:03d}" if b else str(a) for a, b in zip(q, m)]
-    return [f"{a}.{b:03d}" for a, b in zip(q, m)]
+    frac = (_TRIM_FRAC if style == "trim" else _FIXED_FRAC).__getitem__     # f".{b:03d}" ("" when 0: trim)
+    return [a + b for a, b in zip(map(str, q), map(frac, m))]
+
+
+_FIXED_FRAC = [f".{b:03d}" for b in range(1000)]
+_TRIM_FRAC = [""] + _FIXED_FRAC[1:]
 
 
 def _float_texts(v: np.ndarray) -> list[str]:
@@ -284,8 +287,18 @@ def memory_compare_rows(res) -> list[list]:
     b = _memory_side(res, "b", res.base_device == "GPU")
     t = _memory_side(res, "t", res.target_device == "GPU")
     bs, ts = b[4], t[4]
-    diff = [round(y - x, 2) for x, y in zip(bs, ts)]
-    ratios = [_ratio_cell(y, x) for x, y in zip(bs, ts)]
+    # (diff, ratio) once per distinct pair of sizes (ops repeat every step); a zero is not a key
+    # (0.0 and -0.0 are one key but their diffs print differently)
+    memo: dict = {}
+    diff, ratios = [], []
+    for x, y in zip(bs, ts):
+        got = memo.get((x, y)) if x and y else None
+        if got is None:
+            got = (round(y - x, 2), _ratio_cell(y, x))
+            if x and y:
+                memo[(x, y)] = got
+        diff.append(got[0])
+        ratios.append(got[1])
     order = [int(v) for v in pairs["order"].tolist()]
     return [list(r) for r in zip(order, *b, *t, diff, ratios)]
 
