@@ -70,6 +70,7 @@ import numpy as np
 import pandas as pd
 
 from . import __version__
+from .constcols import constant_column, constant_of
 from .model import Profile, ProfileMeta, SymbolTable
 
 log = logging.getLogger(__name__)
@@ -184,6 +185,15 @@ def _load_npy(path: str) -> np.ndarray:
         return got
     with _NPY_HEADER_LOCK:
         return np.load(path, mmap_mode="r", allow_pickle=False)
+
+
+def _load_column(path: str, name: str, consts: dict) -> np.ndarray:
+    """Column ``name`` (``table.column``) of the entry at ``path``: mapped from its file, or
+    made from the value ``put`` recorded for it (``compact_constants``)."""
+    if name in consts:
+        dtype, n, value = consts[name]
+        return constant_column(bytes.fromhex(value), np.dtype(dtype), int(n))
+    return _load_npy(os.path.join(path, name + ".npy"))
 
 
 class DamagedEntry(ValueError):
@@ -379,6 +389,10 @@ class ProfileCache:
     Off only for the parser processes' private hand-off folder (``service.parsepool``): an entry
     there is read once, moments after its own child wrote it, and checking it cost ~0.1 s of CPU
     per side on each end of the 1 GB pair's hand-over."""
+    compact_constants = False
+    """Record a column whose rows all hold one value (1 MB or more) by that value, not as a file
+    (:mod:`.constcols`).  On only for the hand-off folder, like ``check_columns`` off: a cache
+    entry is kept, and its format stays what every version reads."""
 
     def __init__(self, root: str | None = None, max_bytes: int | None = None, logdir: str | None = None):
         root = root or default_dir()
@@ -488,8 +502,9 @@ class ProfileCache:
                     import msgspec
                     strings = msgspec.json.decode(f.read())
                 tables = {}
+                consts = meta.get("constants") or {}
                 for tname, cols in meta["tables"].items():
-                    data = {c: _load_npy(os.path.join(path, f"{tname}.{c}.npy")) for c in cols}
+                    data = {c: _load_column(path, f"{tname}.{c}", consts) for c in cols}
                     tables[tname] = pd.DataFrame(data, copy=False)
                 known = {f.name for f in fields(ProfileMeta)}
                 pm = ProfileMeta(**{k: v for k, v in meta["meta"].items() if k in known})
@@ -522,13 +537,17 @@ class ProfileCache:
             self._cannot_write(e)
             return None
         try:
-            cols, files = {}, {}
+            cols, files, consts = {}, {}, {}
             for tname, df in profile.tables.items():
                 cols[tname] = list(df.columns)
                 for c in df.columns:
                     arr = np.ascontiguousarray(df[c].to_numpy())
                     if arr.dtype == object:
                         raise TypeError(f"{tname}.{c} is not a typed column")
+                    value = constant_of(arr) if self.compact_constants else None
+                    if value is not None:       # its value, not its rows (~60 MB of a 1 GB trace's hand-off)
+                        consts[f"{tname}.{c}"] = [arr.dtype.str, len(arr), value.hex()]
+                        continue
                     name = f"{tname}.{c}.npy"
                     np.save(os.path.join(tmp, name), arr, allow_pickle=False)
                     files[name] = self._file_sum(os.path.join(tmp, name))
@@ -537,6 +556,7 @@ class ProfileCache:
             files["symbols.json"] = self._file_sum(os.path.join(tmp, "symbols.json"))
             body = json.dumps({"key": key, "source": fingerprint, "tables": cols,
                                "meta": profile.meta.to_dict(), "checksum": CHECKSUM, "files": files,
+                               **({"constants": consts} if consts else {}),
                                "created": time.time(),
                                "code": code_hash("profile")}, default=str).encode("utf-8")
             with open(os.path.join(tmp, "meta.json"), "wb") as f:

@@ -418,6 +418,7 @@ def _handoff_cache(root: str):
     from ..cache import ProfileCache
     handoff = ProfileCache(root, max_bytes=1 << 62)
     handoff.check_columns = False
+    handoff.compact_constants = True    # one value, not ~60 MB of rows, for the constant columns
     return handoff
 
 

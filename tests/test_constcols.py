@@ -1,0 +1,88 @@
+"""Constant columns in the parser processes' hand-off: found bit for bit, recorded by their value
+instead of written, and made back as read-only arrays equal to what was handed over."""
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+from tb_compare_plugin import constcols, loaders
+from tb_compare_plugin.cache import ProfileCache
+from tb_compare_plugin.service.parsepool import _handoff_cache
+
+from conftest import SAMPLES
+
+GPU = SAMPLES / "baseline_gpu" / "worker0.pt.trace.json"
+N = 300_001                         # not a whole number of the repeated file's periods
+
+
+def test_constant_of_is_bit_for_bit():
+    assert constcols.constant_of(np.full(N, 7, np.int64)) == np.int64(7).tobytes()
+    assert constcols.constant_of(np.full(N, np.nan)) == np.float64(np.nan).tobytes()
+    assert constcols.constant_of(np.zeros(1 << 21, bool)) == b"\x00"
+    signed = np.zeros(N)
+    signed[12345] = -0.0                            # equal as numbers, not as bytes
+    assert constcols.constant_of(signed) is None
+    for at in (1, 4092, N // 2 + 1, N - 1):         # off the sample's stride, and the last row
+        a = np.full(N, -1, np.int32)
+        a[at] = 0
+        assert constcols.constant_of(a) is None, at
+    assert constcols.constant_of(np.full(1000, 3, np.int64)) is None      # under 1 MB: written
+    assert constcols.constant_of(np.full((N, 2), 3, np.int64)) is None     # not a plain column
+
+
+@pytest.mark.parametrize("value,dtype", [(3113936, np.int64), (-1, np.int64), (np.nan, np.float64),
+                                         (0, np.int32), (False, np.bool_), (5, np.int16)])
+@pytest.mark.parametrize("repeated", [True, False])
+def test_constant_column_equals_the_full_column(value, dtype, repeated, monkeypatch):
+    if not repeated:                                # where the repeated mapping is not available
+        monkeypatch.setattr(constcols, "_repeated", lambda *a: (_ for _ in ()).throw(OSError("no")))
+    want = np.full(N, value, dtype)
+    got = constcols.constant_column(want[:1].tobytes(), want.dtype, N)
+    assert got.dtype == want.dtype and got.shape == want.shape and got.flags.c_contiguous
+    assert got.tobytes() == want.tobytes()
+    assert not got.flags.writeable
+    with pytest.raises(ValueError):
+        got[0] = want[0]
+    assert constcols.constant_column(want[:1].tobytes(), want.dtype, 0).shape == (0,)
+
+
+def test_repeated_mapping_is_released():
+    got = constcols.constant_column(np.int64(9).tobytes(), np.int64, N)
+    if not isinstance(got.base, constcols._Repeated):
+        pytest.skip("no repeated mapping on this system")
+    del got
+    with open("/proc/self/maps") as f:
+        assert "tbc-constant" not in f.read()
+
+
+def _meta(entry: str) -> dict:
+    with open(os.path.join(entry, "meta.json"), "rb") as f:
+        return json.loads(f.read().split(b"\n", 1)[1])
+
+
+def test_hand_off_records_constant_columns_by_value(tmp_path, monkeypatch):
+    """The hand-off (``compact_constants``) writes no file for a constant column and reads back
+    the same profile; the cache proper still writes every column."""
+    from test_cache import same_profile
+    monkeypatch.setattr(constcols, "_MIN_BYTES", 0)     # the sample's columns are small
+    prof = loaders.load("trace-json", str(GPU))
+    handoff = _handoff_cache(str(tmp_path / "h"))
+    entry = handoff.put(("handoff", "p"), prof)
+    consts = _meta(entry)["constants"]
+    assert "ops.pid" in consts
+    for name in consts:
+        assert not os.path.exists(os.path.join(entry, name + ".npy"))
+    got = handoff.get(("handoff", "p"))
+    same_profile(prof, got)
+    for name, (dtype, n, _) in consts.items():
+        table, col = name.split(".", 1)
+        arr = got.tables[table][col].to_numpy()
+        assert arr.dtype == np.dtype(dtype) and len(arr) == n and not arr.flags.writeable
+    cache = ProfileCache(str(tmp_path / "c"))
+    entry = cache.put(("k",), prof)
+    assert "constants" not in _meta(entry)
+    assert os.path.exists(os.path.join(entry, "ops.pid.npy"))
+    same_profile(prof, cache.get(("k",)))
