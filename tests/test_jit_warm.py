@@ -202,3 +202,64 @@ def test_the_runtime_is_read_back_from_its_object_code(tmp_path):
     assert run() == first and path.stat().st_mtime == 1      # read back, not written again
     path.write_bytes(b"not a pickle")
     assert run() == first and path.read_bytes() == written   # a bad file: compiled and written again
+
+
+_MODULE = r"""
+import numba
+
+
+@numba.njit(cache=True)
+def g(a):
+    t = 0
+    for x in a:
+        t += x * x
+    return t
+
+
+@numba.njit(cache=True)
+def h(a):
+    return g(a) * 2
+"""
+
+_SYMBOLS = r"""
+import hashlib, os, sys
+import numpy as np
+import numba
+from numba.core.registry import cpu_target
+from tb_compare_plugin.loaders import jit_preload
+import m
+with jit_preload._cache_loads_without_refresh(), jit_preload._libraries_with_known_symbols(sys.argv[1]):
+    x = m.h(np.array([3, 1, 3, 2]))
+engine = cpu_target.target_context.codegen()._engine
+names = hashlib.sha1(repr(sorted(engine._defined_symbols)).encode()).hexdigest()
+kinds = sorted(type(cr.library).__module__ for d in (m.g, m.h) for cr in d.overloads.values())
+@numba.njit
+def k(a):                       # compiled now: links the loaded g's module (parsed on first use)
+    return m.g(a) + 1
+print(x, k(np.array([3, 1, 3, 2])), names, *kinds, *sorted(f for f in os.listdir(sys.argv[1]) if f.startswith("tbc-")))
+"""
+
+
+def test_loaded_libraries_get_their_symbols_from_the_index(tmp_path):
+    import subprocess
+    import sys
+    (tmp_path / "m.py").write_text(_MODULE)
+    index = tmp_path / "index"
+    index.mkdir()
+    env = {**os.environ, "TB_COMPARE_TIMING": "", "NUMBA_CACHE_DIR": str(tmp_path / "numba"),
+           jit_warm.PRELOAD_ENV: "none",    # (importing jit_preload loads nothing)
+           "PYTHONPATH": os.pathsep.join([str(tmp_path), str(Path(__file__).resolve().parent.parent)])}
+
+    def run():
+        r = subprocess.run([sys.executable, "-c", _SYMBOLS, str(index)], capture_output=True, text=True,
+                           timeout=300, env=env, cwd=tmp_path)
+        assert r.returncode == 0, r.stderr[-2000:]
+        return r.stdout.split()
+    compiled = run()                    # compiled (nothing cached yet): no index written
+    assert compiled[:2] == ["46", "24"] and compiled[3:] == ["numba.core.codegen"] * 2, compiled
+    own = run()                         # h read back by numba's own code; the index written
+    assert own[:2] == compiled[:2] and own[3] == "numba.core.codegen" and own[4].startswith("tbc-syms-"), own
+    fast = run()                        # from the index: the same symbols, the linking module parsed lazily
+    assert fast[:3] == own[:3] and fast[3:] == ["tb_compare_plugin.loaders.jit_preload", own[4]], fast
+    (index / own[4]).write_bytes(b"not a pickle")
+    assert run() == own                 # a bad index: numba's own loads (and written again)

@@ -132,6 +132,123 @@ def _runtime_from_cache(folder: str):
         nrtdynmod.compile_nrt_functions = own
 
 
+def _symbols_file(folder: str) -> str:
+    """The defined-symbol index's path for this numba, llvmlite and Python."""
+    import hashlib
+
+    import llvmlite
+    import numba
+    what = (numba.__version__, llvmlite.__version__, sys.version_info[:2])
+    return os.path.join(folder, "tbc-syms-" + hashlib.sha1(repr(what).encode()).hexdigest()[:20] + ".bin")
+
+
+_LAZY_CLASSES: dict = {}
+
+
+def _lazy_class(base):
+    """``base`` (numba's JIT code library class) whose ``_shared_module`` (the library's LLVM
+    module for linking into another library) is parsed from its bitcode on first use."""
+    cls = _LAZY_CLASSES.get(base)
+    if cls is not None:
+        return cls
+    import llvmlite.binding as ll
+
+    def get(self):
+        d = self.__dict__
+        mod = d.get("_tbc_shared")
+        if mod is None and d.get("_tbc_bitcode") is not None:
+            mod = d["_tbc_shared"] = ll.parse_bitcode(d.pop("_tbc_bitcode"))
+        return mod
+
+    def set_(self, mod):
+        self.__dict__["_tbc_shared"] = mod
+        self.__dict__.pop("_tbc_bitcode", None)
+
+    cls = _LAZY_CLASSES[base] = type(base.__name__, (base,), {
+        "_shared_module": property(get, set_), "__module__": __name__,
+        "__doc__": "A library read back from numba's cache whose linking module is parsed on first use."})
+    return cls
+
+
+@contextlib.contextmanager
+def _libraries_with_known_symbols(folder: str):
+    """While inside: a compiled function's library read back from numba's cache (object code plus
+    the bitcode of the module other libraries link against) leaves that bitcode unparsed until
+    something links against it, and the symbols it defines (numba walks the parsed module for
+    them, ~40 % of a cached function's load) come from an index in ``folder`` keyed by the
+    bitcode's SHA-1: the same names numba found the last time it parsed those exact bytes.  A
+    library not in the index is loaded by numba's own code and its names are added (the index is
+    written at the end); anything unexpected takes numba's own load."""
+    try:
+        import hashlib
+        import pickle
+
+        from numba.core import codegen
+        lib_cls = codegen.CPUCodeLibrary
+        own = lib_cls.__dict__["_unserialize"]
+        own_fn = own.__func__
+        path = _symbols_file(folder) if folder else ""
+    except Exception:  # noqa: BLE001 - another numba: its own loads, unchanged
+        yield
+        return
+    if not path:
+        yield
+        return
+    try:
+        with open(path, "rb") as f:
+            known = pickle.load(f)
+        if not isinstance(known, dict):
+            known = {}
+    except Exception:  # noqa: BLE001 - none yet, or unreadable: built again
+        known = {}
+    used: dict = {}
+
+    def _defined(mod) -> frozenset:
+        return frozenset(gv.name for gsets in (mod.functions, mod.global_variables) for gv in gsets
+                         if not gv.is_declaration)
+
+    def _unserialize(cls, cg, state):
+        try:
+            name, kind, data = state
+            engine = cg._engine
+            if kind != "object" or not isinstance(engine._defined_symbols, set):
+                return own_fn(cls, cg, state)
+            object_code, shared_bitcode = data
+            key = hashlib.sha1(shared_bitcode).hexdigest()
+        except Exception:  # noqa: BLE001
+            return own_fn(cls, cg, state)
+        names = known.get(key)
+        if not isinstance(names, frozenset):
+            lib = own_fn(cls, cg, state)
+            used[key] = _defined(lib._shared_module)
+            return lib
+        lib = cg.create_library(name)
+        lib.__class__ = _lazy_class(type(lib))
+        lib._tbc_bitcode = shared_bitcode
+        lib.enable_object_caching()
+        lib._set_compiled_object(object_code)
+        lib._finalize_final_module()
+        engine._defined_symbols |= names
+        used[key] = names
+        return lib
+
+    lib_cls._unserialize = classmethod(_unserialize)
+    try:
+        yield
+    finally:
+        lib_cls._unserialize = own
+        if any(k not in known for k in used):
+            merged = dict(known) if len(known) + len(used) <= 1024 else {}
+            merged.update(used)
+            try:
+                tmp = f"{path}.{os.getpid()}.tmp"
+                with open(tmp, "wb") as f:
+                    pickle.dump(merged, f, protocol=pickle.HIGHEST_PROTOCOL)
+                os.replace(tmp, path)
+            except OSError:
+                pass
+
+
 def warm() -> None:
     """Load the numba parts this load uses (``jit_warm.wanted_parts``: the Kineto scanner and its
     quick plan, the Ascend scanner, the model's kernels; each compiled once per user and numba
@@ -151,7 +268,8 @@ def warm() -> None:
     if "model" in want:
         steps.append(lambda: jit.kernels(jit.IMPORT_ROWS))
     _import_numba()
-    with _cache_loads_without_refresh(), _runtime_from_cache(os.environ.get("NUMBA_CACHE_DIR") or d):
+    folder = os.environ.get("NUMBA_CACHE_DIR") or d
+    with _cache_loads_without_refresh(), _runtime_from_cache(folder), _libraries_with_known_symbols(folder):
         for step in steps:
             try:
                 step()
