@@ -73,6 +73,17 @@ _QCS = _U(0x203A22)                                     # '": ' (little-endian: 
 _CSQ = _U(0x22202C)                                     # ', "'
 _LOW2 = _U(0xFFFF)
 _CNL = _U(0x0A2C)                                       # ',\n'
+# Kineto's layout around an event's members (the indents of its top-level and args members, its
+# end and the next event's start): recognised by whole-word compares, they are skipped by a constant
+# (a predicted branch instead of a data-dependent whitespace scan); anything else takes the general path.
+_LOW7 = _U(0xFFFFFFFFFFFFFF)
+_CNL4Q = _U(0x22202020200A2C)                           # ',\n    "'
+_CNL6 = _U(0x2020202020200A2C)                          # ',\n      ' (then '"')
+_ENDA0 = _U(0x200A7D202020200A)                         # '\n    }\n '
+_ENDA1 = _U(0x7B20200A2C7D20)                           # ' },\n  {'
+_END0 = _U(0x20200A2C7D20200A)                          # '\n  },\n  ' (then '{')
+_OBQ = _U(0x22202020200A7B)                             # '{\n    "'
+_OB6 = _U(0x2020202020200A7B)                           # '{\n      ' (then '"')
 _UPOW10 = np.array([10 ** k for k in range(20)], np.uint64)
 
 
@@ -479,10 +490,14 @@ def scan(b, pos, lim, kn, iv, fv, ks, ss, se, sh, sg, klen, kword, kslot, klut, 
             kn[ev, f] = 0
         for f in range(nks):
             ks[ev, f] = 0
-        i = _ws(p, i + 1, n)
-        if i >= n:
-            return BAD_JSON, ev
+        if i + 8 <= n and _ld8(p, i) & _LOW7 == _OBQ:  # '{\n    "': the first key at +6
+            i += 6
+        else:
+            i = _ws(p, i + 1, n)
+            if i >= n:
+                return BAD_JSON, ev
         inargs = False
+        nxt = False                                     # the event's end and the next one's '{' seen
         closed = _ld1(p, i) == 125
         if closed:
             i += 1
@@ -526,6 +541,10 @@ def scan(b, pos, lim, kn, iv, fv, ks, ss, se, sh, sg, klen, kword, kslot, klut, 
             if slot == 9999:
                 if c != 123:
                     return MISMATCH, ev
+                if i + 16 <= n and _ld8(p, i) == _OB6 and _ld1(p, i + 8) == 34:   # '{\n      "'
+                    i += 8
+                    inargs = True
+                    continue
                 i = _ws(p, i + 1, n)
                 if i >= n:
                     return BAD_JSON, ev
@@ -628,16 +647,31 @@ def scan(b, pos, lim, kn, iv, fv, ks, ss, se, sh, sg, klen, kword, kslot, klut, 
                     else:
                         kn[ev, slot] = K_NULL
             # -- after the value: ',' and the next key, or '}' (of the args, then of the event)
-            if i + 8 <= n:
+            if i + 16 <= n:
                 x = _ld8(p, i)
                 if x & _LOW3 == _CSQ:                   # ', "' as Kineto writes it: one compare
                     i += 2
                     continue
                 if x & _LOW2 == _CNL:                   # ',\n' and the next line's indent
+                    if x & _LOW7 == _CNL4Q:             # a top-level member's
+                        i += 6
+                        continue
+                    if x == _CNL6 and _ld1(p, i + 8) == 34:   # an args member's
+                        i += 8
+                        continue
                     i = _ws(p, i + 2, n)
                     if i >= n:
                         return BAD_JSON, ev
                     continue
+                if x == _ENDA0:                         # '\n    }\n  },\n  {': args and event closed
+                    if inargs and _ld8(p, i + 8) & _LOW7 == _ENDA1:
+                        i += 14
+                        nxt = True
+                        break
+                elif x == _END0 and not inargs and _ld1(p, i + 8) == 123:   # '\n  },\n  {'
+                    i += 8
+                    nxt = True
+                    break
             while True:
                 i = _ws(p, i, n)
                 if i >= n:
@@ -656,6 +690,11 @@ def scan(b, pos, lim, kn, iv, fv, ks, ss, se, sh, sg, klen, kword, kslot, klut, 
                 closed = True
                 break
         ev += 1
+        if nxt:                                         # at the next event's '{', its comma passed
+            if ev >= lim:
+                pos[0] = i
+                return PAUSE, ev
+            continue
         i = _ws(p, i, n)
         if i >= n:
             return BAD_JSON, ev
