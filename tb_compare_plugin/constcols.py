@@ -86,16 +86,41 @@ _FAILED = ctypes.c_void_p(-1).value
 _PROT_NONE, _MAP_FIXED = 0, 0x10        # Linux's values (Python's mmap module names neither before 3.13)
 
 
+_PATTERNS: dict = {}                # value's bytes -> an in-memory file of it repeated (kept open)
+_MAX_PATTERNS = 32
+
+
+def _pattern(value: bytes) -> tuple[int, bool]:
+    """(descriptor, whether the caller closes it) of a :data:`_PERIOD`-byte in-memory file of
+    ``value`` repeated: one per distinct value this process met (a 1 GB GPU trace's hand-off has
+    5: NaN, 0, -1, the pid, the device), kept for the next column or profile; beyond 32 values,
+    a new one each time, for the caller to close once mapped."""
+    with _LIBC_LOCK:
+        fd = _PATTERNS.get(value)
+        if fd is not None:
+            return fd, False
+        fd = os.memfd_create("tbc-constant", os.MFD_CLOEXEC)
+        try:
+            os.write(fd, value * (_PERIOD // len(value)))
+        except OSError:
+            os.close(fd)
+            raise
+        if len(_PATTERNS) < _MAX_PATTERNS:
+            _PATTERNS[value] = fd
+            return fd, False
+        return fd, True
+
+
 def _repeated(value: bytes, dtype: np.dtype, n: int) -> np.ndarray:
     """``n`` rows of ``value`` on a repeatedly mapped in-memory file (raises OSError when the
     system cannot do it)."""
-    if not hasattr(os, "memfd_create") or not hasattr(mmap, "MAP_ANONYMOUS") or _PERIOD % mmap.PAGESIZE or _PERIOD % dtype.itemsize:
+    if not hasattr(os, "memfd_create") or not hasattr(mmap, "MAP_ANONYMOUS") \
+            or _PERIOD % mmap.PAGESIZE or _PERIOD % dtype.itemsize:
         raise OSError("no memfd_create")
     libc = _libc()
     size = -(-n * dtype.itemsize // _PERIOD) * _PERIOD
-    fd = os.memfd_create("tbc-constant", os.MFD_CLOEXEC)
+    fd, close = _pattern(value)
     try:
-        os.write(fd, value * (_PERIOD // len(value)))
         base = libc.mmap(None, size, _PROT_NONE, mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS, -1, 0)
         if base in (None, _FAILED):
             raise OSError(ctypes.get_errno(), "mmap")
@@ -105,7 +130,8 @@ def _repeated(value: bytes, dtype: np.dtype, n: int) -> np.ndarray:
             if got != base + off:
                 raise OSError(ctypes.get_errno(), "mmap")
     finally:
-        os.close(fd)                # the mappings keep the file
+        if close:
+            os.close(fd)            # the mappings keep the file
     out = np.asarray(owner)
     out.flags.writeable = False
     return out

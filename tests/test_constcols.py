@@ -86,3 +86,14 @@ def test_hand_off_records_constant_columns_by_value(tmp_path, monkeypatch):
     assert "constants" not in _meta(entry)
     assert os.path.exists(os.path.join(entry, "ops.pid.npy"))
     same_profile(prof, cache.get(("k",)))
+
+
+def test_values_beyond_the_kept_files_still_map(monkeypatch):
+    """Past the kept in-memory files (one per distinct value), each column gets a file of its
+    own, closed once mapped."""
+    monkeypatch.setattr(constcols, "_PATTERNS", {})
+    monkeypatch.setattr(constcols, "_MAX_PATTERNS", 1)
+    got = [constcols.constant_column(np.int64(v).tobytes(), np.int64, N) for v in (11, 12, 13, 11)]
+    for v, a in zip((11, 12, 13, 11), got):
+        assert (a == v).all()
+    assert len(constcols._PATTERNS) <= 1
