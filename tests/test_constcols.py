@@ -97,3 +97,26 @@ def test_values_beyond_the_kept_files_still_map(monkeypatch):
     for v, a in zip((11, 12, 13, 11), got):
         assert (a == v).all()
     assert len(constcols._PATTERNS) <= 1
+
+
+def test_spilled_op_tree_records_constant_arrays_by_value(tmp_path, monkeypatch):
+    """The op tree a parser process spills: constant arrays go by value, ``node_of_op`` not at
+    all (made when first read); mapped back, the tree equals one built in place."""
+    import pickle
+    from tb_compare_plugin.engines import side_work
+    from tb_compare_plugin.engines.optree import tree_of
+    from tb_compare_plugin.service.parsepool import _spill, _unspill
+    monkeypatch.setattr(constcols, "_MIN_BYTES", 0)
+    child, parent, plain = (loaders.load("trace-json", str(GPU)) for _ in range(3))
+    spilled = _spill(side_work.compute(child, (("tree", ()),)), str(tmp_path / "v"))
+    (sp,) = spilled.values()
+    assert sp.constants and "node_of_op" not in sp.arrays
+    for name in sp.constants:
+        assert not os.path.exists(os.path.join(sp.folder, name + ".npy"))
+    side_work.seed(parent, _unspill(pickle.loads(pickle.dumps(spilled)), parent))
+    got, want = tree_of(parent), tree_of(plain)
+    assert "node_of_op" not in vars(got)
+    for name in got._ARRAYS + ("node_of_op",):
+        a, b = getattr(got, name), getattr(want, name)
+        assert a.dtype == b.dtype and a.tobytes() == b.tobytes(), name
+    assert got.dev.equals(want.dev) and list(got.dev.dtypes) == list(want.dev.dtypes)

@@ -192,6 +192,28 @@ def tree_of(profile) -> "OpTree":
     return derived(profile, "optree", lambda: OpTree(profile))
 
 
+def _node_of_ops(op_rows: np.ndarray, n: int, ops, small) -> np.ndarray:
+    """Any ops row -> node: itself, else its nearest host-op ancestor (enqueue/dequeue rows);
+    -1 for none."""
+    node_of = np.full(len(ops), -1, dtype=small)
+    node_of[op_rows] = np.arange(n, dtype=small)
+    if len(ops) and (node_of < 0).any():
+        oparent = ops["parent"].to_numpy()
+        cur = np.where(node_of < 0, oparent, -1)
+        todo = np.flatnonzero(cur >= 0)
+        for _ in range(256):
+            if not len(todo):
+                break
+            hit = node_of[cur[todo]]
+            done = hit >= 0
+            node_of[todo[done]] = hit[done]
+            nxt = oparent[cur[todo[~done]]]
+            todo = todo[~done]
+            cur[todo] = nxt
+            todo = todo[nxt >= 0]
+    return node_of
+
+
 class OpTree:
     """Pre-ordered host-op forest of one profile with the device events under each node."""
 
@@ -237,24 +259,7 @@ class OpTree:
         self.size = size                       # int64 until the device spans are summed
         self.op_rows = order if every else sel[order].astype(small)
         del sel
-        # any ops row -> node: itself, else its nearest host-op ancestor (enqueue/dequeue rows)
-        node_of = np.full(len(ops), -1, dtype=small)
-        node_of[self.op_rows] = np.arange(n, dtype=small)
-        if len(ops) and (node_of < 0).any():
-            oparent = ops["parent"].to_numpy()
-            cur = np.where(node_of < 0, oparent, -1)
-            todo = np.flatnonzero(cur >= 0)
-            for _ in range(256):
-                if not len(todo):
-                    break
-                hit = node_of[cur[todo]]
-                done = hit >= 0
-                node_of[todo[done]] = hit[done]
-                nxt = oparent[cur[todo[~done]]]
-                todo = todo[~done]
-                cur[todo] = nxt
-                todo = todo[nxt >= 0]
-        self.node_of_op = node_of
+        self.node_of_op = _node_of_ops(self.op_rows, n, ops, small)
         self.is_step = is_step[order]
         del order, is_step
         self._attach_device()
@@ -283,6 +288,15 @@ class OpTree:
         return self._ops_column("name")
 
     @cached_property
+    def node_of_op(self) -> np.ndarray:
+        """Set by the build (it attaches the device events with it); on a tree handed over by a
+        parser process (:meth:`from_arrays`), made when first read: only the placement of
+        allocations and the timeline's item details read it, and it is not handed over (8 MB of
+        tmpfs writes on a 1 GB trace)."""
+        ops = self.profile.ops
+        return _node_of_ops(self.op_rows, self.n, ops, _index_dtype(max(self.n, len(ops))))
+
+    @cached_property
     def kernel_num(self) -> np.ndarray:
         """Subtree device events."""
         return self.dev_hi - self.dev_lo
@@ -293,8 +307,7 @@ class OpTree:
         return self.kernel_ns - self.comm_ns
 
     # ------------------------------------------------------------------ hand-over
-    _ARRAYS = ("parent", "depth", "size", "op_rows", "node_of_op", "is_step", "dev_lo", "dev_hi", "kernel_ns",
-               "comm_ns")
+    _ARRAYS = ("parent", "depth", "size", "op_rows", "is_step", "dev_lo", "dev_hi", "kernel_ns", "comm_ns")
 
     def to_arrays(self) -> tuple[dict, dict]:
         """(meta, arrays): everything the tree holds, as plain values and named arrays, for a

@@ -324,16 +324,17 @@ class _Spilled:
     """A per-side value too big for the pipe (an op tree: ~240 MB on a 1 GB trace), left by the
     child as .npy files in the scratch folder: its class, that class's ``to_arrays`` meta, the
     folder.  The parent maps the files back (:func:`_unspill`), no copy on either side."""
-    __slots__ = ("module", "name", "meta", "folder", "arrays")
+    __slots__ = ("module", "name", "meta", "folder", "arrays", "constants")
 
-    def __init__(self, module, name, meta, folder, arrays) -> None:
+    def __init__(self, module, name, meta, folder, arrays, constants=None) -> None:
         self.module, self.name, self.meta, self.folder, self.arrays = module, name, meta, folder, arrays
+        self.constants = constants or {}    # array name -> (dtype, rows, value's bytes): no file
 
     def __getstate__(self):
-        return (self.module, self.name, self.meta, self.folder, self.arrays)
+        return (self.module, self.name, self.meta, self.folder, self.arrays, self.constants)
 
     def __setstate__(self, state) -> None:
-        self.module, self.name, self.meta, self.folder, self.arrays = state
+        self.module, self.name, self.meta, self.folder, self.arrays, self.constants = state
 
 
 def _spill(values: dict, base: str | None) -> dict:
@@ -341,6 +342,7 @@ def _spill(values: dict, base: str | None) -> dict:
     ``base``.<i> (left out when there is no scratch folder or writing fails: the parent builds
     it itself)."""
     import numpy as np
+    from ..constcols import constant_of
     out = {}
     for i, (key, value) in enumerate(values.items()):
         if not hasattr(value, "to_arrays"):
@@ -349,15 +351,21 @@ def _spill(values: dict, base: str | None) -> dict:
         if not base:
             continue
         folder = f"{base}.{i}"
+        consts = {}
         try:
             meta, arrays = value.to_arrays()
             os.mkdir(folder)
             for name, arr in arrays.items():
-                np.save(os.path.join(folder, name + ".npy"), np.ascontiguousarray(arr), allow_pickle=False)
+                arr = np.ascontiguousarray(arr)
+                one = constant_of(arr)          # one value in every row: that value, no file
+                if one is not None:
+                    consts[name] = (arr.dtype.str, len(arr), one)
+                    continue
+                np.save(os.path.join(folder, name + ".npy"), arr, allow_pickle=False)
         except (OSError, ValueError):
             shutil.rmtree(folder, ignore_errors=True)
             continue
-        out[key] = _Spilled(type(value).__module__, type(value).__qualname__, meta, folder, list(arrays))
+        out[key] = _Spilled(type(value).__module__, type(value).__qualname__, meta, folder, list(arrays), consts)
     return out
 
 
@@ -366,6 +374,7 @@ def _unspill(values: dict, profile) -> dict:
     their files deleted (the mappings keep the data); one that cannot be read is left out."""
     import importlib
     from ..cache import _load_npy
+    from ..constcols import constant_column
     out = {}
     for key, value in values.items():
         if not isinstance(value, _Spilled):
@@ -373,7 +382,9 @@ def _unspill(values: dict, profile) -> dict:
             continue
         try:
             cls = getattr(importlib.import_module(value.module), value.name)
-            arrays = {n: _load_npy(os.path.join(value.folder, n + ".npy")) for n in value.arrays}
+            arrays = {n: constant_column(value.constants[n][2], value.constants[n][0], value.constants[n][1])
+                      if n in value.constants else _load_npy(os.path.join(value.folder, n + ".npy"))
+                      for n in value.arrays}
             out[key] = cls.from_arrays(profile, value.meta, arrays)
         except (OSError, ValueError, ImportError, AttributeError, KeyError) as e:
             log.debug("per-side value %s not read back: %s", key, e)
