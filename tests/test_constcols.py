@@ -120,3 +120,42 @@ def test_spilled_op_tree_records_constant_arrays_by_value(tmp_path, monkeypatch)
         a, b = getattr(got, name), getattr(want, name)
         assert a.dtype == b.dtype and a.tobytes() == b.tobytes(), name
     assert got.dev.equals(want.dev) and list(got.dev.dtypes) == list(want.dev.dtypes)
+
+
+def test_sparse_columns_round_trip():
+    a = np.zeros(N, np.int64)
+    a[[0, 17, 4096, N - 1]] = [5, -3, 1 << 40, 7]
+    rows, values = constcols.sparse_of(a)
+    got = constcols.sparse_column(rows, values, a.dtype, N)
+    assert got.dtype == a.dtype and got.tobytes() == a.tobytes() and not got.flags.writeable
+    f = np.zeros(N)
+    f[9] = -0.0                                     # not zero as bytes: kept
+    rows, values = constcols.sparse_of(f)
+    assert rows.tolist() == [9] and constcols.sparse_column(rows, values, f.dtype, N).tobytes() == f.tobytes()
+    dense = np.zeros(N, np.int32)
+    dense[::8] = 1                                  # one row in 8: written as it is
+    assert constcols.sparse_of(dense) is None
+    assert constcols.sparse_of(np.zeros(1000, np.int64)) is None        # under 1 MB
+    assert constcols.sparse_column(rows[:0], values[:0], np.int64, 0).shape == (0,)
+
+
+def test_spilled_sparse_array(tmp_path, monkeypatch):
+    """A nearly-all-zero tree array (``comm_ns`` on a big GPU trace) goes pickled by its rows that
+    are not zero, and comes back equal."""
+    from tb_compare_plugin.engines import side_work
+    from tb_compare_plugin.engines.optree import tree_of
+    from tb_compare_plugin.service.parsepool import _spill, _unspill
+    monkeypatch.setattr(constcols, "_MIN_BYTES", 0)
+    monkeypatch.setattr(constcols, "_SPARSE_SHARE", 1)      # any array with a zero in the sample
+    monkeypatch.setattr(constcols, "_SAMPLE", 1)
+    child, parent, plain = (loaders.load("trace-json", str(GPU)) for _ in range(3))
+    (sp,) = _spill(side_work.compute(child, (("tree", ()),)), str(tmp_path / "v")).values()
+    assert sp.sparse
+    for name in sp.sparse:
+        assert not os.path.exists(os.path.join(sp.folder, name + ".npy"))
+    side_work.seed(parent, _unspill({"optree": sp}, parent))
+    got, want = tree_of(parent), tree_of(plain)
+    for name in got._ARRAYS:
+        a, b = getattr(got, name), getattr(want, name)
+        assert a.dtype == b.dtype and a.tobytes() == b.tobytes(), name
+    assert got.dev.equals(want.dev) and list(got.dev.dtypes) == list(want.dev.dtypes)

@@ -324,17 +324,18 @@ class _Spilled:
     """A per-side value too big for the pipe (an op tree: ~240 MB on a 1 GB trace), left by the
     child as .npy files in the scratch folder: its class, that class's ``to_arrays`` meta, the
     folder.  The parent maps the files back (:func:`_unspill`), no copy on either side."""
-    __slots__ = ("module", "name", "meta", "folder", "arrays", "constants")
+    __slots__ = ("module", "name", "meta", "folder", "arrays", "constants", "sparse")
 
-    def __init__(self, module, name, meta, folder, arrays, constants=None) -> None:
+    def __init__(self, module, name, meta, folder, arrays, constants=None, sparse=None) -> None:
         self.module, self.name, self.meta, self.folder, self.arrays = module, name, meta, folder, arrays
         self.constants = constants or {}    # array name -> (dtype, rows, value's bytes): no file
+        self.sparse = sparse or {}          # array name -> (dtype, rows, rows not zero, their values)
 
     def __getstate__(self):
-        return (self.module, self.name, self.meta, self.folder, self.arrays, self.constants)
+        return (self.module, self.name, self.meta, self.folder, self.arrays, self.constants, self.sparse)
 
     def __setstate__(self, state) -> None:
-        self.module, self.name, self.meta, self.folder, self.arrays, self.constants = state
+        self.module, self.name, self.meta, self.folder, self.arrays, self.constants, self.sparse = state
 
 
 def _spill(values: dict, base: str | None) -> dict:
@@ -342,7 +343,7 @@ def _spill(values: dict, base: str | None) -> dict:
     ``base``.<i> (left out when there is no scratch folder or writing fails: the parent builds
     it itself)."""
     import numpy as np
-    from ..constcols import constant_of
+    from ..constcols import constant_of, sparse_of
     out = {}
     for i, (key, value) in enumerate(values.items()):
         if not hasattr(value, "to_arrays"):
@@ -351,7 +352,7 @@ def _spill(values: dict, base: str | None) -> dict:
         if not base:
             continue
         folder = f"{base}.{i}"
-        consts = {}
+        consts, sparse = {}, {}
         try:
             meta, arrays = value.to_arrays()
             os.mkdir(folder)
@@ -361,11 +362,16 @@ def _spill(values: dict, base: str | None) -> dict:
                 if one is not None:
                     consts[name] = (arr.dtype.str, len(arr), one)
                     continue
+                few = sparse_of(arr)            # nearly all zero: the rest, pickled (~0.1 MB for
+                if few is not None:             # a 1 GB trace's comm_ns, not 15 MB)
+                    sparse[name] = (arr.dtype.str, len(arr)) + few
+                    continue
                 np.save(os.path.join(folder, name + ".npy"), arr, allow_pickle=False)
         except (OSError, ValueError):
             shutil.rmtree(folder, ignore_errors=True)
             continue
-        out[key] = _Spilled(type(value).__module__, type(value).__qualname__, meta, folder, list(arrays), consts)
+        out[key] = _Spilled(type(value).__module__, type(value).__qualname__, meta, folder, list(arrays), consts,
+                            sparse)
     return out
 
 
@@ -373,8 +379,6 @@ def _unspill(values: dict, profile) -> dict:
     """In the parent: the spilled values mapped back onto ``profile`` (``from_arrays``) and
     their files deleted (the mappings keep the data); one that cannot be read is left out."""
     import importlib
-    from ..cache import _load_npy
-    from ..constcols import constant_column
     out = {}
     for key, value in values.items():
         if not isinstance(value, _Spilled):
@@ -382,15 +386,27 @@ def _unspill(values: dict, profile) -> dict:
             continue
         try:
             cls = getattr(importlib.import_module(value.module), value.name)
-            arrays = {n: constant_column(value.constants[n][2], value.constants[n][0], value.constants[n][1])
-                      if n in value.constants else _load_npy(os.path.join(value.folder, n + ".npy"))
-                      for n in value.arrays}
+            arrays = {n: _unspilled_array(value, n) for n in value.arrays}
             out[key] = cls.from_arrays(profile, value.meta, arrays)
         except (OSError, ValueError, ImportError, AttributeError, KeyError) as e:
             log.debug("per-side value %s not read back: %s", key, e)
         finally:
             shutil.rmtree(value.folder, ignore_errors=True)
     return out
+
+
+def _unspilled_array(value: _Spilled, name: str):
+    """Array ``name`` of a spilled value: mapped from its file, or made from what the child
+    recorded instead (one value; the rows not zero)."""
+    from ..cache import _load_npy
+    from ..constcols import constant_column, sparse_column
+    if name in value.constants:
+        dtype, n, one = value.constants[name]
+        return constant_column(one, dtype, n)
+    if name in value.sparse:
+        dtype, n, rows, values = value.sparse[name]
+        return sparse_column(rows, values, dtype, n)
+    return _load_npy(os.path.join(value.folder, name + ".npy"))
 
 
 def _scratch_dir() -> str:
