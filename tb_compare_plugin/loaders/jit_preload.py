@@ -15,6 +15,12 @@ numba compiles its runtime's own LLVM functions (NRT) in every process, ~0.035 s
 the preload reads them back from their object code in the JIT cache folder instead
 (:func:`_runtime_from_cache`, written by the first preload that compiles them), as numba does
 for the compiled functions themselves.
+
+A compiled function read back from numba's cache is its object code plus the bitcode of the module
+other libraries link it into; numba parses that bitcode and walks it for the symbols it defines on
+every load (~40 % of a cached function's load, and the parsed modules stay in memory).  During the
+preload the bitcode stays unparsed until something links against it, and the symbols come from an
+index in the JIT cache folder keyed by the bitcode's SHA-1 (:func:`_libraries_with_known_symbols`).
 """
 from __future__ import annotations
 
