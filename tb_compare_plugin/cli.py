@@ -293,7 +293,8 @@ def _answer(args, opts, base, target, base_spec, target_spec, imports) -> int:
                 raise CliError(e.message)
         if args.json:
             from .presenters.views import operator_table
-            payload = {**payload, "steps": steps, "operators": operator_table(cmp)}
+            ops = split.operator_table(lambda: operator_table(cmp)) if split is not None else operator_table(cmp)
+            payload = {**payload, "steps": steps, "operators": ops}
             write_output(args.json, encode(payload))
             mark("cli: json written")
         if args.xlsx:
@@ -401,7 +402,7 @@ def _split_workbook(args, cmp):
     if not xlsx_split.wanted(sheets, cmp):
         return None
     try:
-        return xlsx_split.SplitWorkbook(cmp, os.path.abspath(args.xlsx), sheets)
+        return xlsx_split.SplitWorkbook(cmp, os.path.abspath(args.xlsx), sheets, operator_table=bool(args.json))
     except OSError:
         return None
 

@@ -100,6 +100,38 @@ def test_value_error_in_the_child_is_the_one_process_message(tmp_path, monkeypat
 
 
 @needs_samples
+@pytest.mark.parametrize("child", ["makes", "fails"])
+def test_the_child_makes_the_operator_statistics(tmp_path, monkeypatch, count_splits, child):
+    """Module sheets with --json: the operator statistics (the JSON's operator table, the Operators
+    sheet) come from the forked process, so this one never makes the operator comparison; when
+    the child cannot make them, this process does, with the same answers."""
+    from tb_compare_plugin.engines import operator
+    parent, calls = os.getpid(), []
+    real = operator.compare_operators
+
+    def compare(*a, **k):
+        if os.getpid() == parent:
+            calls.append(1)
+        elif child == "fails":
+            raise RuntimeError("no operators here")
+        return real(*a, **k)
+    monkeypatch.setattr(operator, "compare_operators", compare)
+    r1, one = _run(tmp_path, "target_npu", "target_npu_v2", "0", "one")
+    assert r1.returncode == 0, r1.stderr
+    assert calls                                    # (the one-process writer makes it here)
+    calls.clear()
+    r2, two = _run(tmp_path, "target_npu", "target_npu_v2", "1", "two")
+    assert r2.returncode == 0, r2.stderr
+    assert len(count_splits) == 1
+    assert len(calls) == (0 if child == "makes" else 1)
+    assert r2.stderr == r1.stderr
+    assert (two / "o.json").read_bytes() == (one / "o.json").read_bytes()
+    names1, parts1 = _members(one / "o.xlsx")
+    names2, parts2 = _members(two / "o.xlsx")
+    assert names2 == names1 and parts2 == parts1
+
+
+@needs_samples
 def test_no_split_without_the_operator_sheets(tmp_path, count_splits):
     r, out = _run(tmp_path, "target_npu", "target_npu_v2", "1", "mem", "--enable-memory-compare")
     assert r.returncode == 0, r.stderr

@@ -16,7 +16,12 @@ other sheets.  The workbook is the same, cell for cell and style for style, as
 * the Summary's notes come in ``ENGINES`` order whichever process met them;
 * operator sheets: the child is forked before the operator comparison is made; this process
   sends it the aligned op pairs (message M, right after the fork) and each process makes the
-  rest of that comparison, the child cutting the top layer's kernel-detail cells meanwhile.
+  rest of that comparison, the child cutting the top layer's kernel-detail cells meanwhile;
+* module sheets with the JSON asked for: this process sends the op pairs too (message M; it
+  needs them for the memory sheets) and the child sends back the operator statistics (message
+  O, before B: the ``operator`` analysis table, which the JSON's operator table and the
+  ``Operators`` sheet read), so the operator comparison is made only there (this process is the
+  longer of the two on a module pair); "no ops" when it fails there, and this process makes it.
 
 Only ``fork`` on Linux, from the CLI's main thread before its tail starts any thread of its own
 (``cli._answer``).  The child restores the default SIGINT / SIGTERM, dies with its parent
@@ -108,22 +113,29 @@ class SplitWorkbook:
     :meth:`finish` writes the rest and closes the workbook (the names of the sheets written);
     :meth:`abort` stops the child and removes what was written.  ``target``: a path."""
 
-    def __init__(self, cmp, target: str, sheets=None) -> None:
+    def __init__(self, cmp, target: str, sheets=None, operator_table: bool = False) -> None:
+        """``operator_table``: the caller will want :meth:`operator_table` (the JSON's)."""
         self.cmp, self.sheets = cmp, check_sheets(sheets)
         self._part = tempfile.TemporaryFile(prefix="tbc-xlsx-part-")
         self._fh, self._finish = open_target(os.fspath(target))
         self.book = self._sb = None
         self._notes_first: list = []
         self._by_name: dict = {}
+        self._early: list = []          # a child's message read ahead of its turn (its failure)
         # operator sheets (no module sheets): the op pairs come from this process (message M,
         # right after the fork: ``match_ops`` is the part of the operator comparison both
         # processes read), the rest of the operator comparison is made in each
         self._pairs = not _both_have_modules(cmp)
+        # module sheets: the child makes the operator statistics (message O: the JSON's operator
+        # table and the Operators sheet read them) from the op pairs this process sends (message
+        # M; this process needs them for the memory sheets): the parent is the longer of the two
+        # processes on a module pair
+        self._ops = bool(operator_table) and not self._pairs
         mark("xlsx: forking")
         self.pid = self._a = self._b = None
         a_r, a_w = os.pipe()
         b_r, b_w = os.pipe()
-        if self._pairs:             # message M (~150 KB on the 1 GB pair) sent without waiting for the child
+        if self._pairs or self._ops:    # message M (~150 KB on the 1 GB pair) sent without waiting for the child
             try:
                 import fcntl
                 fcntl.fcntl(a_w, fcntl.F_SETPIPE_SZ, 1 << 20)
@@ -139,7 +151,7 @@ class SplitWorkbook:
             if pid == 0:                                        # the child: never returns
                 os.close(a_w)
                 os.close(b_r)
-                _child(cmp, self.sheets, self._part, a_r, b_w, parent, was, self._pairs)
+                _child(cmp, self.sheets, self._part, a_r, b_w, parent, was, self._pairs, self._ops)
             self.pid, self._a, self._b = pid, a_w, b_r
             _LIVE.add(self)
         finally:
@@ -147,7 +159,7 @@ class SplitWorkbook:
         try:
             os.close(a_r)
             os.close(b_w)
-            if self._pairs:
+            if self._pairs or self._ops:
                 self._send_pairs()
         except BaseException:
             self.abort()
@@ -243,9 +255,31 @@ class SplitWorkbook:
         _LIVE.discard(self)
         return list(book.sheet_names)
 
+    def operator_table(self, compute):
+        """``compute()`` (the JSON's operator table) with the child's operator statistics
+        (message O: the ``operator`` analysis table, ``cmp.operators().stats``) seeded into the
+        comparison when it made them, so that neither this table nor the ``Operators`` sheet
+        makes the operator comparison here; when it could not, this process makes it (and meets
+        any failure itself)."""
+        if not self._ops:
+            return compute()
+        self._ops = False
+        msg = _recv(self._b) if self._b is not None else None
+        if msg is not None and msg[0] == "ops":
+            self.cmp._memo("analysis:operator", lambda: msg[1])
+            mark("xlsx: operator table in")
+        elif msg is None or msg[0] != "no ops":
+            self._early.append(msg)             # its failure: raised where the sheets are written
+        return compute()
+
     def _answer(self) -> tuple:
         """The child's next message; its failure raised (a ValueError as a ValueError)."""
-        msg = _recv(self._b)
+        if self._ops:                           # message O not read: it comes first
+            self._ops = False
+            got = _recv(self._b)
+            if got is None or got[0] not in ("ops", "no ops"):
+                self._early.append(got)
+        msg = self._early.pop(0) if self._early else _recv(self._b)
         if msg is None or msg[0] == "error":
             self._reap()
         if msg is None:
@@ -369,9 +403,32 @@ def _take_pairs(cmp, a_r: int) -> None:
         cmp._memo("matched", lambda: Matched(trees[0], trees[1], *got[1:]))
 
 
-def _child(cmp, sheets, part, a_r: int, b_w: int, parent: int, mask, pairs: bool = False) -> None:
+def _operator_table(cmp, a_r: int, b_w: int) -> None:
+    """In the child (module sheets): message M's op pairs as the comparison's ``matched``, then
+    message O, the ``operator`` analysis table (the per-name operator statistics the JSON's
+    operator table and the ``Operators`` sheet read; "no ops" when the pairs failed there or the
+    statistics fail here: the parent then makes them itself and meets the failure)."""
+    from ..engines.operator import Matched
+    got = _recv(a_r)
+    if got is None:                             # the parent gave up
+        os._exit(1)
+    table = None
+    if got[0] == "pairs":
+        try:
+            trees = cmp.trees()
+            cmp._memo("matched", lambda: Matched(trees[0], trees[1], *got[1:]))
+            table = ("ops", cmp.analysis("operator"))
+        except Exception:  # noqa: BLE001 - the parent computes it again and reports it
+            table = None
+    _send(b_w, table or ("no ops",))
+    mark("xlsx child: operator table sent")
+
+
+def _child(cmp, sheets, part, a_r: int, b_w: int, parent: int, mask, pairs: bool = False,
+           ops: bool = False) -> None:
     """The forked process: the operator group's sheets into ``part``, between messages A and B
-    (``pairs``: message M first, :func:`_take_pairs`)."""
+    (``pairs``: message M first, :func:`_take_pairs`; ``ops``: message M, then the JSON's
+    operator table back, :func:`_operator_table`)."""
     code = 1
     try:
         for sig in (signal.SIGINT, signal.SIGTERM):
@@ -382,6 +439,8 @@ def _child(cmp, sheets, part, a_r: int, b_w: int, parent: int, mask, pairs: bool
             if pairs:
                 _take_pairs(cmp, a_r)
                 mark("xlsx child: pairs in")
+            elif ops:
+                _operator_table(cmp, a_r, b_w)
             notes: list = []
             planned = plan_sheets(cmp, sheets, notes, CHILD)
             mark("xlsx child: rows built")
