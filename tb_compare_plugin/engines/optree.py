@@ -364,7 +364,9 @@ class OpTree:
             "comm": np.concatenate([col(k, kr, "kind") == KIND_COMM, np.ones(nc, bool)]),
             "row": np.concatenate([k.index.to_numpy()[kr], c.index.to_numpy()[cr]]).astype(np.int64),
         }
-        dev = pd.DataFrame({name: v[o] for name, v in cols.items()})
+        # each column its own block (copy=False: the gathers are fresh arrays): pandas' consolidation
+        # into 2-D blocks would copy the ~16 MB of a 1 GB trace's device rows once more
+        dev = pd.DataFrame({name: v[o] for name, v in cols.items()}, copy=False)
         self.dev = dev
         node = dev["node"].to_numpy()
         dur = dev["dur_ns"].to_numpy(dtype=np.int64)
