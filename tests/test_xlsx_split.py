@@ -100,12 +100,14 @@ def test_value_error_in_the_child_is_the_one_process_message(tmp_path, monkeypat
 
 
 @needs_samples
-@pytest.mark.parametrize("child", ["makes", "fails"])
+@pytest.mark.parametrize("child", ["makes", "fails", "late"])
 def test_the_child_makes_the_operator_statistics(tmp_path, monkeypatch, count_splits, child):
     """Module sheets with --json: the operator statistics (the JSON's operator table, the Operators
     sheet) come from the forked process, so this one never makes the operator comparison; when
-    the child cannot make them, this process does, with the same answers."""
+    the child cannot make them, or they are not in when the JSON wants them, this process makes
+    them, with the same answers."""
     from tb_compare_plugin.engines import operator
+    monkeypatch.setattr(xlsx_split, "OPS_WAIT", 0.0 if child == "late" else 60.0)
     parent, calls = os.getpid(), []
     real = operator.compare_operators
 
@@ -114,6 +116,9 @@ def test_the_child_makes_the_operator_statistics(tmp_path, monkeypatch, count_sp
             calls.append(1)
         elif child == "fails":
             raise RuntimeError("no operators here")
+        elif child == "late":
+            import time
+            time.sleep(1.0)
         return real(*a, **k)
     monkeypatch.setattr(operator, "compare_operators", compare)
     r1, one = _run(tmp_path, "target_npu", "target_npu_v2", "0", "one")
@@ -123,7 +128,7 @@ def test_the_child_makes_the_operator_statistics(tmp_path, monkeypatch, count_sp
     r2, two = _run(tmp_path, "target_npu", "target_npu_v2", "1", "two")
     assert r2.returncode == 0, r2.stderr
     assert len(count_splits) == 1
-    assert len(calls) == (0 if child == "makes" else 1)
+    assert len(calls) == (0 if child == "makes" else 1)     # (made here once when not from the child)
     assert r2.stderr == r1.stderr
     assert (two / "o.json").read_bytes() == (one / "o.json").read_bytes()
     names1, parts1 = _members(one / "o.xlsx")

@@ -53,6 +53,7 @@ CHILD = ("operator",)                          # the child
 REST = ("memory", "api", "kernel", "steps")    # this process, after them
 _FIRST = (S.OVERALL.name, S.COMMUNICATION.name)     # the sheets written before the child's
 ENV = "TB_COMPARE_XLSX_SPLIT"                  # "0": never split
+OPS_WAIT = 0.05                                # s the JSON waits for the child's operator statistics
 
 
 class WriterFailed(Exception):
@@ -255,16 +256,22 @@ class SplitWorkbook:
         _LIVE.discard(self)
         return list(book.sheet_names)
 
-    def operator_table(self, compute):
+    def operator_table(self, compute, wait: float | None = None):
         """``compute()`` (the JSON's operator table) with the child's operator statistics
         (message O: the ``operator`` analysis table, ``cmp.operators().stats``) seeded into the
         comparison when it made them, so that neither this table nor the ``Operators`` sheet
         makes the operator comparison here; when it could not, this process makes it (and meets
-        any failure itself)."""
+        any failure itself).  Message O not in within ``wait`` s (``OPS_WAIT``; a busy machine:
+        the child is waiting for a core): this process makes them too rather than wait (message O
+        is then read and dropped before message B)."""
         if not self._ops:
             return compute()
+        import select
+        if self._b is None or not select.select([self._b], [], [], OPS_WAIT if wait is None else wait)[0]:
+            mark("xlsx: operator table made here")
+            return compute()
         self._ops = False
-        msg = _recv(self._b) if self._b is not None else None
+        msg = _recv(self._b)
         if msg is not None and msg[0] == "ops":
             self.cmp._memo("analysis:operator", lambda: msg[1])
             mark("xlsx: operator table in")
