@@ -262,6 +262,41 @@ def dask_scheduler():
     return _Dask.cluster.scheduler_address
 
 
+def pytest_sessionstart(session):
+    """In each pytest-xdist worker (scripts/test.sh runs two), before its tests: numba's JIT cache
+    is filled by tests/jit_prewarm.py, each compiled part made by one of the workers (a clean
+    clone compiles them all, ~110 s of CPU; without this every worker and CLI / TensorBoard
+    process meeting a part first compiled it too, side by side).  ``TB_COMPARE_TEST_PREWARM=0``
+    leaves the compiles to the tests."""
+    if not hasattr(session.config, "workerinput") or os.environ.get("TB_COMPARE_TEST_PREWARM") == "0":
+        return
+    import hashlib
+    import subprocess
+    import sys
+    import tempfile
+    key = hashlib.sha1(str(ROOT).encode()).hexdigest()[:12]
+    prefix = os.path.join(tempfile.gettempdir(), f"tbc-jit-prewarm-{key}-")
+    subprocess.run([sys.executable, str(ROOT / "tests" / "jit_prewarm.py"), prefix], cwd=ROOT,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=900, check=False)
+
+
+def pytest_collection_modifyitems(session, config, items):
+    """In a pytest-xdist worker: the test files in the order of their time, longest first
+    (``tests/file_seconds.json``: seconds per file, summed from a run's ``--junitxml``; a file not
+    listed counts 20 s).  scripts/test.sh runs ``--dist loadfile --no-loadscope-reorder``, so the
+    workers are handed whole files in this order: the long ones start first and the short ones
+    fill the end, where xdist's own order (most tests first) left files of 1-4 slow tests (the
+    browser ones) to the end, one worker busy with them while the other had nothing left."""
+    if not hasattr(config, "workerinput"):
+        return
+    import json
+    seconds = json.loads((ROOT / "tests" / "file_seconds.json").read_text())
+    first = {}
+    for i, item in enumerate(items):
+        first.setdefault(item.path.name, i)
+    items.sort(key=lambda item: (-seconds.get(item.path.name, 20), first[item.path.name]))
+
+
 def pytest_sessionfinish(session, exitstatus):
     _Dask.close()
 
