@@ -84,6 +84,19 @@ def _nrt_key(ctx) -> str:
     return "tbc-nrt-" + hashlib.sha1(repr(what).encode()).hexdigest()[:20] + ".bin"
 
 
+def _save_pickle(path: str, value) -> None:
+    """``value`` pickled to ``path`` through a temporary file and a rename (a reader never sees half
+    a file); a folder that cannot be written is left as it is."""
+    import pickle
+    try:
+        tmp = f"{path}.{os.getpid()}.tmp"
+        with open(tmp, "wb") as f:
+            pickle.dump(value, f, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(tmp, path)
+    except OSError:
+        pass
+
+
 @contextlib.contextmanager
 def _runtime_from_cache(folder: str):
     """While inside: numba's runtime (NRT, its LLVM functions: ~0.035 s of CPU to compile, in every
@@ -122,13 +135,7 @@ def _runtime_from_cache(folder: str):
             state = library.serialize_using_object_code()
         except Exception:  # noqa: BLE001
             return own(ctx)
-        try:
-            tmp = f"{path}.{os.getpid()}.tmp"
-            with open(tmp, "wb") as f:
-                pickle.dump(state, f, protocol=pickle.HIGHEST_PROTOCOL)
-            os.replace(tmp, path)
-        except OSError:
-            pass
+        _save_pickle(path, state)
         return library
 
     nrtdynmod.compile_nrt_functions = compile_nrt_functions
@@ -246,13 +253,7 @@ def _libraries_with_known_symbols(folder: str):
         if any(k not in known for k in used):
             merged = dict(known) if len(known) + len(used) <= 256 else {}   # (reading 256: ~4 ms)
             merged.update(used)
-            try:
-                tmp = f"{path}.{os.getpid()}.tmp"
-                with open(tmp, "wb") as f:
-                    pickle.dump(merged, f, protocol=pickle.HIGHEST_PROTOCOL)
-                os.replace(tmp, path)
-            except OSError:
-                pass
+            _save_pickle(path, merged)
 
 
 def warm() -> None:
