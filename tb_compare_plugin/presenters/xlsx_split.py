@@ -391,7 +391,6 @@ def _take_pairs(cmp, a_r: int) -> None:
     cells of every top-layer op of both sides (the pairs are among them, unless ``max_kernel_num``
     drills into children: those are cut when asked), then message M's pairs as the comparison's
     ``matched``."""
-    from ..engines.operator import Matched
     from .xlsx_cells import MAX_CELL_CHARS
     try:
         trees = cmp.trees()
@@ -403,11 +402,21 @@ def _take_pairs(cmp, a_r: int) -> None:
                 tree.keep_details(tree.top_layer(step), MAX_CELL_CHARS)
             except Exception:  # noqa: BLE001 - (a bad step: the matching says so)
                 pass
+    _pairs_in(cmp, a_r, trees)
+
+
+def _pairs_in(cmp, a_r: int, trees) -> bool:
+    """In the child: message M's op pairs as the comparison's ``matched`` (False when it holds
+    none: the matching failed in this process, or ``trees`` could not be made); the child exits
+    when the parent gave up."""
+    from ..engines.operator import Matched
     got = _recv(a_r)
     if got is None:                             # the parent gave up
         os._exit(1)
-    if got[0] == "pairs" and trees is not None:
-        cmp._memo("matched", lambda: Matched(trees[0], trees[1], *got[1:]))
+    if got[0] != "pairs" or trees is None:
+        return False
+    cmp._memo("matched", lambda: Matched(trees[0], trees[1], *got[1:]))
+    return True
 
 
 def _operator_table(cmp, a_r: int, b_w: int) -> None:
@@ -415,15 +424,13 @@ def _operator_table(cmp, a_r: int, b_w: int) -> None:
     message O, the ``operator`` analysis table (the per-name operator statistics the JSON's
     operator table and the ``Operators`` sheet read; "no ops" when the pairs failed there or the
     statistics fail here: the parent then makes them itself and meets the failure)."""
-    from ..engines.operator import Matched
-    got = _recv(a_r)
-    if got is None:                             # the parent gave up
-        os._exit(1)
+    try:
+        trees = cmp.trees()
+    except Exception:  # noqa: BLE001 - the parent computes it again and reports it
+        trees = None
     table = None
-    if got[0] == "pairs":
+    if _pairs_in(cmp, a_r, trees):
         try:
-            trees = cmp.trees()
-            cmp._memo("matched", lambda: Matched(trees[0], trees[1], *got[1:]))
             table = ("ops", cmp.analysis("operator"))
         except Exception:  # noqa: BLE001 - the parent computes it again and reports it
             table = None
