@@ -88,15 +88,11 @@ def _window(profile, step: int | None, side: str) -> tuple[int, int] | None:
     return int(rows["start_ns"].min()), int(rows["end_ns"].max())
 
 
-def _decode(sym, ids: np.ndarray, fmt=None) -> np.ndarray:
-    """Symbol ids -> object array of strings, decoding each distinct id once (optionally mapped)."""
-    return _decode_coded(sym, ids, fmt)[0]
-
-
 def _decode_coded(sym, ids: np.ndarray, fmt=None) -> tuple[np.ndarray, np.ndarray, list]:
-    """(strings, codes, distinct): :func:`_decode`'s object array, each row's code into
-    ``distinct`` (the distinct strings; equal strings share a code), so that tests and groupings
-    run once per distinct string, not once per row."""
+    """(strings, codes, distinct): symbol ids -> object array of strings, decoding each distinct
+    id once (optionally mapped by ``fmt``), and each row's code into ``distinct`` (the distinct
+    strings; equal strings share a code), so that tests and groupings run once per distinct
+    string, not once per row."""
     if not len(ids):
         return np.zeros(0, dtype=object), np.zeros(0, dtype=np.int64), []
     u, inv = np.unique(ids, return_inverse=True)
@@ -133,26 +129,19 @@ def _link_by_time(ops: pd.DataFrame, tasks: pd.DataFrame) -> np.ndarray:
     return out
 
 
-def _counted_waits(tasks: pd.DataFrame, names: np.ndarray, coded=None) -> np.ndarray:
-    """Mask of Notify_Wait tasks that are waiting, not RDMA transfer (spec b.2 filter).
+def _counted_waits(tasks: pd.DataFrame, codes: np.ndarray, distinct: list) -> np.ndarray:
+    """Mask of Notify_Wait tasks that are waiting, not RDMA transfer (spec b.2 filter); each
+    task's name is ``distinct[codes[i]]`` (tested once per distinct name).
 
     Per (group, plane), in time order: a Notify_Wait right after RDMASend, RDMASend, or after
-    RDMASend, RDMASend, Notify_Wait, RDMASend, is part of an RDMA transfer.  ``coded``: the
-    names' (codes, distinct) when known (the names are then tested once per distinct name).
+    RDMASend, RDMASend, Notify_Wait, RDMASend, is part of an RDMA transfer.
     """
-    if coded is not None:
-        codes, distinct = coded
-        kind = np.array([1 if x == _NOTIFY_WAIT else 2 if x == _RDMA_SEND else 0 for x in distinct] or [0],
-                        dtype=np.int64)
-        code = kind[codes] if len(codes) else np.zeros(0, dtype=np.int64)
-        is_wait = code == 1
-    else:
-        is_wait = names == _NOTIFY_WAIT
-        code = None
+    kind = np.array([1 if x == _NOTIFY_WAIT else 2 if x == _RDMA_SEND else 0 for x in distinct] or [0],
+                    dtype=np.int64)
+    code = kind[codes] if len(codes) else np.zeros(0, dtype=np.int64)
+    is_wait = code == 1
     if not is_wait.any():
         return is_wait
-    if code is None:
-        code = np.where(is_wait, 1, np.where(names == _RDMA_SEND, 2, 0))
     order = np.lexsort((np.arange(len(tasks)), tasks["start_ns"].to_numpy(),
                         tasks["plane"].to_numpy(), tasks["group"].to_numpy()))
     g, p, c = tasks["group"].to_numpy()[order], tasks["plane"].to_numpy()[order], code[order]
@@ -236,7 +225,7 @@ def _side(profile, step: int | None, side: str) -> tuple[pd.DataFrame, pd.DataFr
         out.loc[np.unique(row), "has_tasks"] = True
         # wait: per plane, the union of its counted Notify_Wait intervals inside the op; the op's
         # wait is the least-waiting plane among those that wait (the overview's Wait rule)
-        w = _counted_waits(t, tnames, (task_c, task_names))
+        w = _counted_waits(t, task_c, task_names)
         ostart, oend = out["start_ns"].to_numpy(), (out["start_ns"] + out["dur_ns"]).to_numpy()
         s = np.maximum(ts[w], ostart[row[w]])
         e = np.minimum(ts[w] + np.maximum(td[w], 0), oend[row[w]])
