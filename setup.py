@@ -29,6 +29,10 @@ setup(
         # Linux x86_64/aarch64, macOS and Windows, so no compiler is needed; elsewhere it is left out
         # and traces are parsed by the general decoder (the profile's warnings say so)
         NUMBA,
+        # the workbook's sheet parts deflated by ISA-L (presenters/xlsx_writer.py, ~5x zlib's speed;
+        # zlib is used where it is not installed): wheels for CPython on these machines
+        'isal>=1.6; platform_python_implementation == "CPython" and (platform_machine == "x86_64" or '
+        'platform_machine == "AMD64" or platform_machine == "aarch64" or platform_machine == "arm64")',
     ],
     extras_require={
         "test": ["pytest>=7", "pytest-xdist>=3", "hypothesis>=6", "openpyxl>=3.1", "playwright>=1.40",

@@ -71,6 +71,29 @@ def test_writer_cells_styles_and_layout(tmp_path):
     assert [col_letter(i) for i in (0, 25, 26, 701, 702)] == ["A", "Z", "AA", "ZZ", "AAA"]
 
 
+def test_isal_and_zlib_parts_hold_the_same_xml(tmp_path, monkeypatch):
+    """The sheet parts deflated by ISA-L (when installed) inflate to the XML zlib's hold, big parts
+    (``big_level``) and small ones alike."""
+    from tb_compare_plugin.presenters import xlsx_writer
+    if xlsx_writer._fast_deflate() is None:
+        pytest.skip("isal is not installed")
+    members = []
+    for fast in (xlsx_writer._fast_deflate(), None):
+        monkeypatch.setattr(xlsx_writer, "_ISAL", fast)
+        path = tmp_path / f"w{len(members)}.xlsx"
+        wb = Workbook(str(path))
+        st = wb.styles.xf("0.00")
+        for name, n in (("small", 50), ("big", 120_000)):
+            sh = wb.add_sheet(name, n, 3)
+            sh.rows(0, [[f"op {i % 977} & <x>", i * 0.25, i] for i in range(n)], [0, st, 0])
+        wb.close()
+        with zipfile.ZipFile(path) as z:
+            assert z.testzip() is None
+            members.append({i.filename: z.read(i.filename) for i in z.infolist() if i.filename != "docProps/core.xml"})
+    assert members[0] == members[1]
+    assert openpyxl.load_workbook(tmp_path / "w0.xlsx")["big"]["A3"].value == "op 2 & <x>"
+
+
 # ------------------------------------------------------------------------------ stub comparison
 
 def _orow(name, depth, b, bc, t, tc, ratio):
