@@ -196,6 +196,18 @@ def _load_column(path: str, name: str, consts: dict) -> np.ndarray:
     return _load_npy(os.path.join(path, name + ".npy"))
 
 
+def _move_born(born, arr: np.ndarray, dest: str) -> bool:
+    """Whether ``arr``'s file, written as the parse made it (:mod:`.borncols`), is now ``dest``."""
+    src = born.file_of(arr) if born is not None else None
+    if src is None:
+        return False
+    try:
+        os.rename(src, dest)
+    except OSError:
+        return False
+    return True
+
+
 class DamagedEntry(ValueError):
     """A cache entry that is not what its key promises (what is wrong, in a few words)."""
 
@@ -520,9 +532,11 @@ class ProfileCache:
                 shutil.rmtree(path, ignore_errors=True)
                 return None
 
-    def put(self, fingerprint, profile: Profile, evict: bool = True) -> str | None:
+    def put(self, fingerprint, profile: Profile, evict: bool = True, born=None) -> str | None:
         """Store ``profile``; returns the entry path (None when the cache cannot be written).
-        The entry just stored is never the one evicted to make room."""
+        The entry just stored is never the one evicted to make room.  ``born``: the
+        :class:`.borncols.BornColumns` the profile's parse wrote columns into (same file
+        system): those files are moved into the entry as they are, not written again."""
         import msgspec
         if self.read_only:
             return None
@@ -544,12 +558,17 @@ class ProfileCache:
                     arr = np.ascontiguousarray(df[c].to_numpy())
                     if arr.dtype == object:
                         raise TypeError(f"{tname}.{c} is not a typed column")
-                    value = constant_of(arr) if self.compact_constants else None
+                    value = None
+                    if self.compact_constants:
+                        value = born.constant_of(arr) if born is not None else None
+                        if value is None:
+                            value = constant_of(arr)
                     if value is not None:       # its value, not its rows (~60 MB of a 1 GB trace's hand-off)
                         consts[f"{tname}.{c}"] = [arr.dtype.str, len(arr), value.hex()]
                         continue
                     name = f"{tname}.{c}.npy"
-                    np.save(os.path.join(tmp, name), arr, allow_pickle=False)
+                    if not _move_born(born, arr, os.path.join(tmp, name)):
+                        np.save(os.path.join(tmp, name), arr, allow_pickle=False)
                     files[name] = self._file_sum(os.path.join(tmp, name))
             with open(os.path.join(tmp, "symbols.json"), "wb") as f:
                 f.write(msgspec.json.encode(profile.symbols.to_list()))

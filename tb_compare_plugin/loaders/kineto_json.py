@@ -77,8 +77,10 @@ class _Rows:
 class _Collector:
     """Turns decoded chunks into column pieces; keeps the memos that make that cheap."""
 
-    def __init__(self, path: str, fast: bool | None = None) -> None:
+    def __init__(self, path: str, fast: bool | None = None, born=None) -> None:
         self.path = path
+        self.born = born                          # a borncols.BornColumns: the model's columns go to files
+        self.growing: dict = {}                   # (table, column) -> its borncols.Growing file
         # the byte scanner (kineto_plan / kineto_fast) when asked for and numba is there; the general decoder for the
         # chunks it refuses
         if fast is None:
@@ -134,6 +136,9 @@ class _Collector:
         self.id_memo = self.str_memo = self.dims_memo = self.types_memo = self.dims_memo2 = None
         self.fast_state = None
         self.parts = {}
+        for g in self.growing.values():
+            g.close()
+        self.growing = {}
 
     # -- decoding -------------------------------------------------------------------------
     def __call__(self, view: memoryview) -> None:
@@ -210,13 +215,19 @@ class _Collector:
         returns the first global row of this piece.  The buffers are made with room for the
         whole file (:meth:`_room`), so the pieces are copied once and never concatenated, and a
         piece may be a view of a scratch buffer its maker reuses.  A piece of a wider dtype than
-        its column so far widens the column (as ``np.concatenate`` of the pieces would)."""
+        its column so far widens the column (as ``np.concatenate`` of the pieces would).  With
+        ``born``, a model column is written to its file instead (:mod:`..borncols`), until a
+        wider piece sends it back to a buffer."""
         first = self.rows.get(table, 0)
         end = self.rows[table] = first + n
         part = self.parts.setdefault(table, {})
         cap = None
         for k, v in cols.items():
             buf = part.get(k)
+            if buf is None and self.born is not None:
+                if self._grown(table, k, v, first):
+                    continue
+                buf = part.get(k)
             dt = v.dtype if buf is None or v.dtype == buf.dtype else np.result_type(buf.dtype, v.dtype)
             if buf is None or end > len(buf) or dt != buf.dtype:
                 if cap is None:
@@ -227,6 +238,34 @@ class _Collector:
                 buf = part[k] = new
             buf[first:end] = v
         return first
+
+    def _grown(self, table: str, k: str, v: np.ndarray, first: int) -> bool:
+        """Whether the piece went to its column's file (``born``).  A wider piece sends that
+        column back to a buffer, a file that cannot be written (the folder full) every column,
+        for the rest of the load; the caller then fills the buffer."""
+        key = (table, k)
+        g = self.growing.get(key)
+        try:
+            if g is None:
+                if first or not self.born.wants(table, k, v.dtype):
+                    return False
+                g = self.growing[key] = self.born.grow(table, k, v.dtype)
+            dt = np.result_type(g.dtype, v.dtype)
+            if dt == g.dtype:
+                g.add(first, v)
+                return True
+            self._to_memory([key], dt)
+        except OSError:
+            self._to_memory(list(self.growing))
+            self.born = None
+        return False
+
+    def _to_memory(self, keys: list, dtype=None) -> None:
+        """The born columns ``keys`` back in buffers (of ``dtype``, else their own), rows so far."""
+        for key in keys:
+            g = self.growing.pop(key)
+            self.parts.setdefault(key[0], {})[key[1]] = g.to_memory(self._room(self.rows.get(key[0], 0)),
+                                                                    dtype or g.dtype)
 
     def _room(self, end: int) -> int:
         """Rows to make room for in a table that needs ``end``: its rows so far scaled to the
@@ -474,6 +513,8 @@ class _Collector:
         for buf in part.values():
             if len(buf) != n:
                 buf.resize(n, refcheck=False)       # in place (realloc): the unused room back
+        for key in [key for key in self.growing if key[0] == table]:
+            part[key[1]] = self.born.finish(self.growing.pop(key), n)     # its file, mapped read-only
         return part
 
 
@@ -483,7 +524,8 @@ class _Collector:
 FAST_CHUNK = 16 << 20       # the scanner's chunks: its per-chunk numpy work is amortised over ~50k events
 
 
-def load(path: str, progress=None, chunk_bytes: int | None = None, fast: bool | None = None) -> Profile:
+def load(path: str, progress=None, chunk_bytes: int | None = None, fast: bool | None = None,
+         born=None) -> Profile:
     """Parse a Kineto trace (plain or gzip JSON) into a Profile.  Raises LoadError on bad input.
 
     ``fast``: use the byte scanner (:mod:`.kineto_fast`) for the chunks it accepts (default: yes
@@ -491,9 +533,10 @@ def load(path: str, progress=None, chunk_bytes: int | None = None, fast: bool | 
     decoder.  The chunks the scanner refuses are parsed by the general decoder, and so is every chunk
     when numba cannot run; the profile's warnings then say so (the tables are the same).
     ``chunk_bytes``: the size of the pieces the events array is parsed in (default 16 MB with the
-    scanner, 1 MB without)."""
+    scanner, 1 MB without).  ``born``: a :class:`..borncols.BornColumns` (the parser process's
+    hand-off) the model's columns are written into as they are parsed, not copied to buffers."""
     path = str(path)
-    col = _Collector(path, fast)
+    col = _Collector(path, fast, born)
     if chunk_bytes is None:
         chunk_bytes = FAST_CHUNK if col.fast else jsonstream.DEFAULT_CHUNK
     res = jsonstream.StreamResult()

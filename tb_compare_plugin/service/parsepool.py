@@ -279,15 +279,21 @@ def _child_parse(fmt: str, root: str, fingerprint, cache_root: str | None, progr
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)     # a Ctrl-C is the parent's to handle
     mark(f"child: start {os.path.basename(root)}")
-    prof = loaders.load(fmt, root, progress=progress)
-    mark("child: parsed")
-    where = "profile"
-    if cache_root is not None:
-        if ProfileCache(cache_root).put(fingerprint, prof):
-            where = "cache"
-    elif handoff_root is not None and _handoff_cache(handoff_root).put(("handoff", progress_path), prof):
-        where = "handoff"
-    mark("child: handed off")           # the hand-off put: ~0.13 s a 1 GB side, writing tmpfs pages
+    born = _born_columns(handoff_root, progress_path) if cache_root is None else None
+    try:
+        prof = loaders.load(fmt, root, progress=progress, options={"born": born} if born is not None else None)
+        mark("child: parsed")
+        where = "profile"
+        if cache_root is not None:
+            if ProfileCache(cache_root).put(fingerprint, prof):
+                where = "cache"
+        elif handoff_root is not None and _handoff_cache(handoff_root).put(("handoff", progress_path), prof,
+                                                                           born=born):
+            where = "handoff"
+    finally:
+        if born is not None:
+            born.close()
+    mark("child: handed off")           # the hand-off put: the columns not born there written to tmpfs
     values = {}
     if side_jobs:
         if where == "handoff":          # the jobs read the hand-off's mapped copy: the built columns leave
@@ -436,6 +442,23 @@ class _OneJobExecutor(ProcessPoolExecutor):
         if not self._spawned:
             self._spawned = True
             super()._adjust_process_count()
+
+
+def _born_columns(handoff_root: str | None, progress_path: str):
+    """In the child: the folder (beside its hand-off entry, named so that discarding the entry's
+    half-written ones removes it) the parse writes the model's columns into (:mod:`..borncols`);
+    None without a hand-off, or when it cannot be made."""
+    if handoff_root is None or os.environ.get("TB_COMPARE_BORN_COLUMNS", "1").strip().lower() in (
+            "0", "false", "no", "off"):
+        return None
+    from ..borncols import BornColumns
+    from ..cache import key_of
+    handoff = _handoff_cache(handoff_root)
+    try:
+        os.makedirs(handoff.root, exist_ok=True)
+        return BornColumns(tempfile.mkdtemp(prefix=f".{key_of(('handoff', progress_path))}.born", dir=handoff.root))
+    except OSError:
+        return None
 
 
 def _handoff_cache(root: str):
