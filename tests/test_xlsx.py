@@ -72,12 +72,12 @@ def test_writer_cells_styles_and_layout(tmp_path):
 
 
 def test_isal_and_zlib_parts_hold_the_same_xml(tmp_path, monkeypatch):
-    """The sheet parts deflated by ISA-L (when installed) inflate to the XML zlib's hold, big parts
-    (``big_level``) and small ones alike."""
+    """The sheet parts deflated by ISA-L (when installed: parts at a quick level, ``big_level``)
+    inflate to the XML zlib's hold; parts at level 6 stay zlib's, byte for byte."""
     from tb_compare_plugin.presenters import xlsx_writer
     if xlsx_writer._fast_deflate() is None:
         pytest.skip("isal is not installed")
-    members = []
+    members, raw = [], []
     for fast in (xlsx_writer._fast_deflate(), None):
         monkeypatch.setattr(xlsx_writer, "_ISAL", fast)
         path = tmp_path / f"w{len(members)}.xlsx"
@@ -90,7 +90,11 @@ def test_isal_and_zlib_parts_hold_the_same_xml(tmp_path, monkeypatch):
         with zipfile.ZipFile(path) as z:
             assert z.testzip() is None
             members.append({i.filename: z.read(i.filename) for i in z.infolist() if i.filename != "docProps/core.xml"})
+            raw.append({i.filename: i.compress_size for i in z.infolist()})
     assert members[0] == members[1]
+    small, big = "xl/worksheets/sheet1.xml", "xl/worksheets/sheet2.xml"
+    assert len(members[0][big]) > xlsx_writer.Sheet.BIG_PART > len(members[0][small])
+    assert raw[0][small] == raw[1][small] and raw[0][big] != raw[1][big]
     assert openpyxl.load_workbook(tmp_path / "w0.xlsx")["big"]["A3"].value == "op 2 & <x>"
 
 

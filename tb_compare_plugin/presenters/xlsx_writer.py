@@ -37,10 +37,11 @@ from .xlsx_cells import MAX_CELL_CHARS  # noqa: F401  (part of this module's int
 
 def _fast_deflate():
     """ISA-L's deflate (the ``isal`` package) when it is installed and not turned off
-    (``TB_COMPARE_XLSX_ISAL=0``), else None (zlib, through :mod:`zipfile`).  The sheet parts'
-    XML is the same either way; ISA-L writes other (equally valid) deflate bytes ~5x faster:
-    the 43 MB ModuleCompare sheet of npu_500mb in 0.03 s of CPU at its level 1 against zlib's
-    0.17 s at level 2, for a part of about the same size (3.8 MB)."""
+    (``TB_COMPARE_XLSX_ISAL=0``), else None (zlib, through :mod:`zipfile`).  It deflates the parts
+    written at a quick level (<= 2: sheets over ``Sheet.BIG_PART``, big workbooks); the XML is the
+    same, the deflate bytes other (equally valid) and ~5x faster: the 43 MB ModuleCompare sheet
+    of npu_500mb in 0.03 s of CPU at ISA-L's level 1 against zlib's 0.17 s at level 2, for a part
+    of about the same size (3.8 MB).  Parts at level 6 stay zlib's (ISA-L's would be ~35 % bigger)."""
     if os.environ.get("TB_COMPARE_XLSX_ISAL", "1").strip().lower() in ("0", "false", "no", "off"):
         return None
     try:
@@ -51,11 +52,6 @@ def _fast_deflate():
 
 
 _ISAL = _fast_deflate()
-
-
-def _isal_level(level: int | None) -> int:
-    """ISA-L's level (0-3) for a zlib level: 1 for zlib's quick ones (1-2: big sheets), else 2."""
-    return 1 if level is not None and level <= 2 else 2
 
 
 class _PartWriter:
@@ -89,9 +85,10 @@ class _PartWriter:
             self._fh = self._zip.open(name_level[0], "w")
         finally:
             self._zip.compresslevel = base
-        if _ISAL is not None and getattr(self._fh, "_compressor", None) is not None:
+        level = name_level[1]
+        if _ISAL is not None and level is not None and level <= 2 and getattr(self._fh, "_compressor", None):
             # (zipfile's writer deflates through this object: compress(), then flush() at close)
-            self._fh._compressor = _ISAL.compressobj(_isal_level(name_level[1]), _ISAL.DEFLATED, -15)
+            self._fh._compressor = _ISAL.compressobj(1, _ISAL.DEFLATED, -15)
 
     def write(self, data: bytes) -> None:
         self._fh.write(data)
