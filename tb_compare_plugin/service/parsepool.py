@@ -32,7 +32,10 @@ value with ``to_arrays`` (the op tree, ~240 MB on a 1 GB trace) is written as .n
 scratch folder and mapped back by the parent (:func:`_spill` / :func:`_unspill`); either way they
 land in the profile's derived-data cache, where the engines look first.  Before that work the
 child hands the heap its parse freed back to the system (``malloc_trim``), and it runs the jobs
-one at a time, a spilled value leaving its memory before the next job starts.
+one at a time, a spilled value leaving its memory before the next job starts.  The children of
+parses under way share their small jobs (:mod:`.sharejobs`): the one that answers first is given
+a second task, the others' last jobs, on its own mapped copy of their profile; the parse they
+belong to waits for that task's answer (:meth:`ParsePool._shared`).
 
 The children never write to the caller's stderr: the fork server, and so every parser process
 forked from it, gets a private (already unlinked) file as its stderr.  Whatever a child prints
@@ -54,11 +57,12 @@ import tempfile
 import threading
 import time
 import weakref
+import concurrent.futures
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 
 from ..loaders.errors import LoadError
-from . import leftovers
+from . import leftovers, sharejobs
 from ..heap import give_back
 from ..timing import mark
 
@@ -256,11 +260,13 @@ def _process_setup(scratch_parent: str | None) -> None:
 
 
 def _child_parse(fmt: str, root: str, fingerprint, cache_root: str | None, progress_path: str,
-                 handoff_root: str | None = None, side_jobs: tuple = ()):
+                 handoff_root: str | None = None, side_jobs: tuple = (), share: str | None = None):
     """Runs in the child: parse, store in the cache (or, without one, in the hand-off folder),
     return where it went; the profile itself is pickled back only when neither can be written.
     Then the per-side reductions ``side_jobs`` (``engines.side_work``) run here, on this core,
-    and their values go back with the answer: ``(where, profile or None, values)``."""
+    and their values go back with the answer: ``(where, profile or None, values)``.  ``share``:
+    the jobs are shared with the other parses' children (``sharejobs``): one done first may take
+    some from the end of the list (and this one, done first, is given :func:`_child_help`)."""
     from .. import loaders
     from ..cache import ProfileCache
 
@@ -294,6 +300,8 @@ def _child_parse(fmt: str, root: str, fingerprint, cache_root: str | None, progr
         if born is not None:
             born.close()
     mark("child: handed off")           # the hand-off put: the columns not born there written to tmpfs
+    if where != "profile":              # another parser process may map it now and take jobs from the end
+        sharejobs.handed_off(share, side_jobs, where, cache_root, fingerprint, ("handoff", progress_path))
     values = {}
     if side_jobs:
         if where == "handoff":          # the jobs read the hand-off's mapped copy: the built columns leave
@@ -305,7 +313,10 @@ def _child_parse(fmt: str, root: str, fingerprint, cache_root: str | None, progr
         from ..engines import side_work
         from ..model.derived import DERIVED
         mark("child: jobs start")
-        for job in side_jobs:           # one at a time: a big value leaves for its files before the next
+        for i, job in enumerate(side_jobs):     # one at a time: a big value leaves for its files before the next
+            if not sharejobs.child_takes(share, side_jobs, i):
+                mark(f"child: job {job[0]} taken")  # by the other side's parser process
+                continue
             got = _spill(side_work.compute(prof, (job,)), handoff_root and f"{progress_path}.v{len(values)}")
             spilled = [key for key, value in got.items() if isinstance(value, _Spilled)]
             for key in spilled:
@@ -316,6 +327,13 @@ def _child_parse(fmt: str, root: str, fingerprint, cache_root: str | None, progr
                 give_back()             # the spilled value's memory (~200 MB for an op tree) before the next job
             mark(f"child: job {job[0]}")
     return (where, prof if where == "profile" else None, values)
+
+
+def _child_help(share: str, handoff_root: str | None) -> dict:
+    """The same child's second task, after its answer: the other parses' remaining jobs, from
+    the end of their lists (``sharejobs.help_others``)."""
+    mark("child: helping")
+    return sharejobs.help_others(share, handoff_root)
 
 
 def _give_back_free_memory() -> None:
@@ -492,6 +510,8 @@ class ParsePool:
         self._killed: list[int] = []
         self._inflight: dict = {}          # progress file -> fingerprint, of the parses under way
         self._retiring: set[threading.Thread] = set()   # children that answered, being waited for
+        self._share_over: dict = {}        # share of a parse attempt (sharejobs) -> set once it answered
+        self._lent: dict = {}              # share -> values other parser processes computed for it
         atexit.register(shutil.rmtree, self._progress_dir, True)
         _LIVE.add(self)
 
@@ -509,10 +529,11 @@ class ParsePool:
                 self._ctx = ctx
             return self._ctx
 
-    def _executor(self) -> ProcessPoolExecutor:
-        """A one-child executor for one parse attempt (registered, so ``abort`` can reach it)."""
+    def _executor(self, tasks: int = 1) -> ProcessPoolExecutor:
+        """A one-child executor for one parse attempt (registered, so ``abort`` can reach it);
+        ``tasks`` 2: the parse, then perhaps :func:`_child_help` (the child exits at shutdown)."""
         leftovers.own_semaphore_names()
-        ex = _OneJobExecutor(max_workers=1, mp_context=self._context(), max_tasks_per_child=1)
+        ex = _OneJobExecutor(max_workers=1, mp_context=self._context(), max_tasks_per_child=tasks)
         with self._lock:
             self._live.add(ex)
         return ex
@@ -528,13 +549,16 @@ class ParsePool:
             _kill_children(ex)
         ex.shutdown(wait=True, cancel_futures=True)
 
-    def _retire_later(self, ex: ProcessPoolExecutor, fut) -> None:
+    def _retire_later(self, ex: ProcessPoolExecutor, fut, helping=None) -> None:
         """``_retire`` on a thread of its own for a child that has answered (one job per child:
         it is exiting), then its slot is free: mapping its answer here overlaps its exit, which
         frees its ~0.8 GB (~0.1 s quiet, most of a second on a busy machine).  ``shutdown``
-        waits for these."""
+        waits for these.  ``helping``: the child's second task (:meth:`_help_later`), waited
+        for first."""
         def run():
             try:
+                if helping is not None:
+                    concurrent.futures.wait([helping])
                 self._retire(ex, fut)
             finally:
                 self._slots.release()
@@ -604,18 +628,23 @@ class ParsePool:
                 while not self._slots.acquire(timeout=0.25):
                     if self._aborted:
                         raise LoadError(root, "stopped before this profile was read")
-                ex = fut = None
+                ex = fut = share = kind = None
                 try:
                     err_at = children_stderr_size()
-                    ex = self._executor()
+                    share = self._open_share(ppath, attempt, side_jobs)
+                    ex = self._executor(2 if share else 1)
                     fut = ex.submit(_child_parse, fmt, root, fingerprint, cache_root, ppath, self._progress_dir,
-                                    side_jobs)
+                                    side_jobs, share)
                     kind, prof, values = self._wait(fut, root, fingerprint, ppath, progress, attempt < retries,
                                                     err_at)
                     mark(f"pool: child answered ({kind})")
+                    if kind is not None:
+                        values = self._shared(share, side_jobs, values, root, fingerprint)
                 finally:
+                    helping = self._help_later(ex, fut, share, kind)    # the others' jobs, if any are left
+                    self._close_share(share, keep=helping is not None)
                     if ex is not None and fut is not None and fut.done() and not self._aborted:
-                        self._retire_later(ex, fut)     # it answered: it is on its way out
+                        self._retire_later(ex, fut, helping)    # it answered: it is on its way out
                     else:
                         try:
                             if ex is not None:
@@ -688,6 +717,83 @@ class ParsePool:
             time.sleep(0.02)
         return True
 
+    def _open_share(self, ppath: str, attempt: int, side_jobs: tuple):
+        """This parse attempt's share (``sharejobs``), or None: sharing off, or no job another
+        parser process could take."""
+        if not sharejobs.enabled() or not any(job[0] in sharejobs.TAKEN for job in side_jobs):
+            return None
+        share = sharejobs.share_name(self._progress_dir, ppath, attempt)
+        with self._lock:
+            self._share_over[share] = threading.Event()
+            self._lent[share] = {}
+        return share
+
+    def _shared(self, share, side_jobs: tuple, values: dict, root: str, fingerprint) -> dict:
+        """A child's answer ``values``, and, if some of its side's jobs are missing (taken by
+        another parse's child: ``sharejobs``), what that child computed for them, once it is
+        done (each helper announced on ``share`` is waited for)."""
+        if share is None or values is None:
+            return values
+        from ..engines import side_work
+        if all(side_work.key(*job) in values for job in side_jobs if job[0] in sharejobs.TAKEN):
+            return values
+        for helper in sharejobs.helpers_of(share):
+            while not self._share_over.get(helper, _DONE).wait(0.05):
+                if self._aborted:
+                    raise self._stopped(root, fingerprint)
+        with self._lock:
+            values.update(self._lent.pop(share, {}))
+        return values
+
+    def _help_later(self, ex, fut, share, kind):
+        """Once a child has answered: when another parse's jobs are still under way, the same
+        child is given :func:`_child_help` (its answer goes to :meth:`_helped`); that future,
+        or None."""
+        if share is None or kind is None or self._aborted or ex is None or fut is None or not fut.done():
+            return None
+        if not sharejobs.handed_off_shares(share):
+            return None
+        try:
+            helping = ex.submit(_child_help, share, self._progress_dir)
+        except (RuntimeError, BrokenProcessPool):
+            return None
+        helping.add_done_callback(lambda done: self._helped(share, done))
+        mark("pool: help asked")
+        return helping
+
+    def _helped(self, share: str, done) -> None:
+        """A child's help is over: its values delivered to the parses they belong to, and the
+        parses waiting for it go on (also when it failed, died or was stopped: nothing given)."""
+        got = {}
+        try:
+            if not done.cancelled() and done.exception() is None:
+                got = done.result() or {}
+        except BaseException:  # noqa: BLE001 - a helper's failure costs only time
+            got = {}
+        _, lent = sharejobs.lent_values(got)
+        with self._lock:
+            for other, values in lent.items():
+                if other in self._lent:
+                    self._lent[other].update(values)
+            over = self._share_over.pop(share, None)
+            self._lent.pop(share, None)
+        if over is not None:
+            over.set()
+
+    def _close_share(self, share, keep: bool = False) -> None:
+        """The attempt is over (answered, died or stopped): its files go, and the parses waiting
+        for it go on -- unless ``keep``: its child helps others (:meth:`_helped` ends that)."""
+        if share is None:
+            return
+        sharejobs.remove(share)
+        if keep:
+            return
+        with self._lock:
+            over = self._share_over.pop(share, None)
+            self._lent.pop(share, None)
+        if over is not None:
+            over.set()
+
     def _take_handoff(self, root: str, ppath: str):
         """Map the profile a child left in the hand-off folder (its files are deleted right
         after, by ``parse``; the mappings keep the data until the profile is dropped)."""
@@ -752,6 +858,10 @@ def _stop_fork_server() -> None:
     except ChildProcessError:
         pass
     mark("pool: fork server stopped")
+
+
+_DONE = threading.Event()
+_DONE.set()
 
 
 def _kill_children(ex: ProcessPoolExecutor) -> list[int]:
