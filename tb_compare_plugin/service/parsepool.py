@@ -309,7 +309,8 @@ def _child_parse(fmt: str, root: str, fingerprint, cache_root: str | None, progr
             if handed is not None:      # trace) and only the pages the jobs read come back
                 prof = handed
             del handed
-        _give_back_free_memory()        # the parse's garbage (~230 MB on a 1 GB trace) before more work
+        if fmt not in _JOBS_IN_THE_PARSE_HEAP:
+            _give_back_free_memory()    # the parse's garbage (~230 MB on a 1 GB trace) before more work
         from ..engines import side_work
         from ..model.derived import DERIVED
         mark("child: jobs start")
@@ -334,6 +335,13 @@ def _child_help(share: str, handoff_root: str | None) -> dict:
     the end of their lists (``sharejobs.help_others``)."""
     mark("child: helping")
     return sharejobs.help_others(share, handoff_root)
+
+
+_JOBS_IN_THE_PARSE_HEAP = frozenset({"ascend-text"})
+"""Formats whose parser process runs its side jobs in the heap the parse left (no collection and
+no trim first): an Ascend text export's child peaks in the parse, and its jobs then reuse that
+memory instead of faulting in fresh pages (npu_500mb: ~12-17 k page faults a side instead of
+~25 k, ~0.05 s of CPU less a side; the summed peak unchanged)."""
 
 
 def _give_back_free_memory() -> None:
