@@ -277,8 +277,16 @@ def pytest_sessionstart(session):
     is filled by tests/jit_prewarm.py, each compiled part made by one of the workers (a clean
     clone compiles them all, ~110 s of CPU; without this every worker and CLI / TensorBoard
     process meeting a part first compiled it too, side by side).  ``TB_COMPARE_TEST_PREWARM=0``
-    leaves the compiles to the tests."""
-    if not hasattr(session.config, "workerinput") or os.environ.get("TB_COMPARE_TEST_PREWARM") == "0":
+    leaves the compiles to the tests.
+
+    In the xdist controller (``-n``): the workers' rewritten test modules are written once
+    (tests/rewrite_cache.py), while the workers start."""
+    if not hasattr(session.config, "workerinput"):
+        if getattr(session.config.option, "numprocesses", None):
+            from rewrite_cache import write_for_workers
+            write_for_workers(session.config, ROOT / "tests")
+        return
+    if os.environ.get("TB_COMPARE_TEST_PREWARM") == "0":
         return
     import hashlib
     import subprocess
