@@ -12,6 +12,7 @@ import os
 import pickle
 import subprocess
 import sys
+import time
 import zlib
 from pathlib import Path
 
@@ -129,6 +130,25 @@ def test_nothing_is_taken_once_the_owner_has_the_last_job(tmp_path):
     assert proc.wait(120) == 0
     assert pickle.loads(out.read_bytes())[str(tmp_path / "f")] == {}
     assert sharejobs.helpers_of(share) == []                          # not even announced
+
+
+def test_a_job_is_taken_only_if_the_helper_would_end_it_sooner(tmp_path):
+    """The helper's own durations of the same jobs (``child_takes`` / ``ran`` in its own
+    process) against the other side's progress (its claim file's time): the job right after
+    the one the side's own process has just started is taken; once that one is nearly done, not."""
+    jobs = (("steps", ()), ("api", (None,)))
+    mine = sharejobs.share_name(str(tmp_path), "tmpMINE", 0)
+    for job, seconds in zip(jobs, (0.4, 0.05)):            # this process ran them: 0.4 s and 0.05 s
+        assert sharejobs.child_takes(mine, jobs, jobs.index(job))
+        time.sleep(seconds)
+        sharejobs.ran(job)
+    other = sharejobs.share_name(str(tmp_path), "tmpOTHER", 0)
+    assert sharejobs._worth_taking(other, jobs, 1, True)           # the other has not started steps
+    assert sharejobs.child_takes(other, jobs, 0)                   # now it has
+    assert sharejobs._worth_taking(other, jobs, 1, True)           # ~0.45 s left there, 0.065 here
+    time.sleep(0.4)
+    assert not sharejobs._worth_taking(other, jobs, 1, True)       # its steps are about done
+    sharejobs._OWN.clear()
 
 
 def test_each_job_runs_exactly_once_when_owner_and_helper_race(tmp_path):

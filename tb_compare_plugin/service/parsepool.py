@@ -326,6 +326,7 @@ def _child_parse(fmt: str, root: str, fingerprint, cache_root: str | None, progr
             del got
             if spilled:
                 give_back()             # the spilled value's memory (~200 MB for an op tree) before the next job
+            sharejobs.ran(job)
             mark(f"child: job {job[0]}")
     return (where, prof if where == "profile" else None, values)
 

@@ -9,7 +9,8 @@ remaining jobs from the end of their list, while that side's own process works f
 - each job is claimed before it runs by creating a file of its own (``<share>.j<i>``,
   ``O_CREAT | O_EXCL``: exactly one process gets it); a side's own process claims its jobs in
   list order and skips one it could not claim (:func:`child_takes`); a helper claims from the
-  end and stops at the first job someone else holds (:func:`help_others`);
+  end and stops at the first job someone else holds, or one it would not end sooner than that
+  side's process, judged by its own durations of the same jobs (:func:`_worth_taking`);
 - a side's process says where its profile is once it is complete (``<share>.in``, written by
   :func:`handed_off` after the hand-off folder or the cache entry is): a helper maps its own
   copy of the profile from there and computes the claimed jobs on it (a parser process has the
@@ -31,12 +32,17 @@ from __future__ import annotations
 import glob
 import os
 import pickle
+import time
 
 from ..timing import mark
 
 TAKEN = frozenset({"breakdown", "steps", "api", "kernels"})    # small values, no op tree needed
 ENV = "TB_COMPARE_SHARE_JOBS"       # "0": every job stays with its own parser process
 LENT = "lent"                       # the key's first part of a helper's values for another share
+SLOWER = 1.3                        # a helper's job against the side's own (fresh memory, mapped pages)
+MAP_S = 0.02                        # mapping the other side's profile (~0.01 s on a 1 GB trace)
+_STARTED: dict = {}                 # in a parser process: repr(job) -> when it started here
+_OWN: dict = {}                     # repr(job) -> how long it took here (the other side's is about as long)
 
 
 def enabled() -> bool:
@@ -79,10 +85,21 @@ def handed_off(share: str | None, jobs: tuple, where: str, cache_root: str | Non
 
 def child_takes(share: str | None, jobs: tuple, i: int) -> bool:
     """Before job ``i``: whether to run it (False: a helper claimed it).  Without a share, or
-    when the claim cannot be made, it runs here."""
-    if share is None or jobs[i][0] not in TAKEN:
+    when the claim cannot be made, it runs here.  A job no helper takes is claimed too: its
+    file's time says when this process started it (:func:`_worth_taking`)."""
+    if share is None:
         return True
-    return _claim(f"{share}.j{i}") is not False
+    mine = _claim(f"{share}.j{i}") is not False or jobs[i][0] not in TAKEN
+    if mine:
+        _STARTED[repr(jobs[i])] = time.monotonic()
+    return mine
+
+
+def ran(job) -> None:
+    """After ``job`` ran here: its duration, for this process's decisions as a helper."""
+    start = _STARTED.pop(repr(job), None)
+    if start is not None:
+        _OWN[repr(job)] = time.monotonic() - start
 
 
 # -- in the parser process that answered first --------------------------------------------------------
@@ -122,7 +139,9 @@ def _take_from(other, jobs, where, cache_root, fingerprint, handoff_key, handoff
     profile = None
     values = {}
     for i in range(len(jobs) - 1, -1, -1):
-        if jobs[i][0] not in TAKEN or _claim(f"{other}.j{i}") is not True:
+        if jobs[i][0] not in TAKEN or not _worth_taking(other, jobs, i, profile is not None):
+            break
+        if _claim(f"{other}.j{i}") is not True:
             break                           # the side's own process is there: it has the rest
         if profile is None:
             profile = _map(where, cache_root, fingerprint, handoff_key, handoff_root)
@@ -131,6 +150,23 @@ def _take_from(other, jobs, where, cache_root, fingerprint, handoff_key, handoff
         values.update(side_work.compute(profile, (jobs[i],)))
         mark(f"child: took job {jobs[i][0]} of the other side")
     return values
+
+
+def _worth_taking(other: str, jobs: tuple, i: int, mapped: bool) -> bool:
+    """Whether job ``i`` would be done sooner here than by the side's own process.  Yes when
+    that process has not started job ``i - 1`` yet; when it has (at its claim file's time), by
+    this process's own durations of the same jobs: it ends job ``i`` at start + both durations,
+    this one at now + ``SLOWER`` x its duration (+ the mapping).  Yes without durations."""
+    if i == 0:
+        return True
+    try:
+        started = os.stat(f"{other}.j{i - 1}").st_mtime
+    except OSError:
+        return True
+    prev, this = _OWN.get(repr(jobs[i - 1])), _OWN.get(repr(jobs[i]))
+    if prev is None or this is None:
+        return True
+    return time.time() + SLOWER * this + (0.0 if mapped else MAP_S) < started + prev + this
 
 
 def _map(where, cache_root, fingerprint, handoff_key, handoff_root):
