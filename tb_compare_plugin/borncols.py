@@ -14,6 +14,9 @@ when it ends that way (and is 1 MB or more, as for ``put``) (``ops.pid``, ``ops.
 becomes a :func:`.constcols.constant_column` and the hand-off records its value, as ``put`` does
 for any constant column.  A piece of a wider dtype than its column (the general decoder meeting a
 float where integers were) sends the column back to memory: the caller goes on with a buffer.
+The model's columns the parse does not give (the NPU-only kernel columns of a GPU trace: ~25 MB
+of NaN and 0 a 1 GB trace) are made constant columns too (:meth:`BornColumns.filled`), never
+written.
 
 Only for the hand-off (``service.parsepool``): the cache's entries and in-process loads keep
 their buffers.  The folder is ``.<entry key>.born…`` in the hand-off's root, so whatever a parser
@@ -179,6 +182,18 @@ class BornColumns:
         path = g.path
         arr, value = g.finish(n)
         self._made[id(arr)] = (arr, path if value is None and os.path.exists(path) else None, value)
+        return arr
+
+    def filled(self, value, dtype, n: int) -> np.ndarray:
+        """A model column the parse does not give (``make_table``'s ``fill``): ``n`` rows of
+        ``value``, a :func:`.constcols.constant_column` remembered as one (1 MB or more), else
+        ``np.full``."""
+        dtype = np.dtype(dtype)
+        if n * dtype.itemsize < constcols._MIN_BYTES:
+            return np.full(n, value, dtype)
+        one = np.full(1, value, dtype).tobytes()
+        arr = constcols.constant_column(one, dtype, n)
+        self._made[id(arr)] = (arr, None, one)
         return arr
 
     def _find(self, arr: np.ndarray):

@@ -70,6 +70,10 @@ def build_profile(col, outside: dict, path: str) -> Profile:
     sym = col.sym
     meta = ProfileMeta(format="trace-json", framework="PyTorch", path=path, files=[path])
     tables = {}
+    # with a hand-off (born columns), the NPU-only kernel columns (~25 MB of one value a 1 GB trace)
+    # are read-only constant columns, never written, recorded by value by the hand-off's put
+    born = getattr(col, "born", None)
+    fill = born.filled if born is not None else None
 
     # ops: nesting per (pid, tid), steps, backward thread
     o = col.columns("ops")
@@ -101,7 +105,7 @@ def build_profile(col, outside: dict, path: str) -> Profile:
             bwd_tid = int(fb["tid"][f_rows[0]])
     meta.bwd_tid = bwd_tid
     if n_ops:
-        tables["ops"] = make_table("ops", **o, parent=parent, depth=depth,
+        tables["ops"] = make_table("ops", **o, parent=parent, depth=depth, fill=fill,
                                    is_backward=(o["tid"] == bwd_tid) if bwd_tid is not None else None)
 
     rt_cats = sym.ids_matching(lambda s: CAT_CLASS.get(s.lower()) == C_RUNTIME)
@@ -128,7 +132,7 @@ def build_profile(col, outside: dict, path: str) -> Profile:
             i = np.searchsorted(ss[so], flow_start[linked], "right") - 1
             ok = (i >= 0) & (flow_start[linked] <= se[so][np.maximum(i, 0)])
             kstep[np.flatnonzero(linked)[ok]] = sn[so][i[ok]]
-        tables["kernels"] = make_table("kernels", **k, launch_op=launch, flow_start_ns=flow_start,
+        tables["kernels"] = make_table("kernels", **k, launch_op=launch, flow_start_ns=flow_start, fill=fill,
                                        step=kstep)
         comp = k["kind"] == KIND_COMPUTE
         if comp.any():

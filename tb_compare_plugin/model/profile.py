@@ -128,8 +128,9 @@ _MISSING = {I8: -1, I16: -1, I32: 0, I64: -1, F64: np.nan, B: False}
 _DEFAULTS = {("kernels", "kind"): KIND_COMPUTE, ("ops", "depth"): 0, ("pyfuncs", "depth"): 0}
 
 
-def make_table(table: str, n: int | None = None, **columns: Any) -> pd.DataFrame:
-    """Build a DataFrame of ``table``'s schema from column arrays; absent columns get defaults.
+def make_table(table: str, n: int | None = None, fill=None, **columns: Any) -> pd.DataFrame:
+    """Build a DataFrame of ``table``'s schema from column arrays; absent columns get defaults
+    (``fill(value, dtype, n)`` makes them when given, else ``np.full``).
 
     Unknown column names raise, so a typo in a loader fails loudly in tests.
     """
@@ -154,8 +155,8 @@ def make_table(table: str, n: int | None = None, **columns: Any) -> pd.DataFrame
                     arr = arr.astype(dtype)
             data[col] = arr
         else:
-            fill = _DEFAULTS.get((table, col), _MISSING[dtype])
-            data[col] = np.full(n, fill, dtype=dtype)
+            value = _DEFAULTS.get((table, col), _MISSING[dtype])
+            data[col] = np.full(n, value, dtype=dtype) if fill is None else fill(value, dtype, n)
     return pd.DataFrame(data, copy=False)
 
 
