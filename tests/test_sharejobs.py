@@ -259,22 +259,30 @@ def test_cli_outputs_are_those_without_sharing(pair, tmp_path, no_cache):
 
 
 # -- through a real parse pool ------------------------------------------------------------------
+# Side B (a big trace, its whole job list and per-step statistics) is parsed first; as soon as its
+# share says it is handed off, side A (the small sample, one job) starts: A answers while B is
+# still in its jobs, and A's child is given B's last ones.
 POOL = """
-import json, os, pickle, sys, threading
+import glob, json, os, pickle, sys, threading, time
 from tb_compare_plugin.engines import side_work
 from tb_compare_plugin.loaders import load
 from tb_compare_plugin.model.derived import DERIVED
 from tb_compare_plugin.service.parsepool import ParsePool
-path, jobs_a, jobs_b = sys.argv[1], json.loads(sys.argv[2]), json.loads(sys.argv[3])
+big, small, jobs_a, jobs_b = sys.argv[1], sys.argv[2], json.loads(sys.argv[3]), json.loads(sys.argv[4])
 jobs_a = tuple((n, tuple(a)) for n, a in jobs_a)
 jobs_b = tuple((n, tuple(a)) for n, a in jobs_b)
 pool = ParsePool(2)
 got = {}
-def parse(tag, jobs):
+def parse(tag, path, jobs):
     got[tag] = pool.parse("trace-json", path, (tag, path), side_jobs=jobs)
-ts = [threading.Thread(target=parse, args=("a", jobs_a)), threading.Thread(target=parse, args=("b", jobs_b))]
-[t.start() for t in ts]
-[t.join() for t in ts]
+b = threading.Thread(target=parse, args=("b", big, jobs_b))
+b.start()
+while not glob.glob(os.path.join(pool._progress_dir, "share-*.in")) and b.is_alive():
+    time.sleep(0.002)
+a = threading.Thread(target=parse, args=("a", small, jobs_a))
+a.start()
+a.join()
+b.join()
 pool.shutdown()
 from tb_compare_plugin.comparison import Comparison
 from tb_compare_plugin.presenters.json_encode import encode
@@ -287,31 +295,39 @@ out = {}
 for tag, jobs in (("a", jobs_a), ("b", jobs_b)):
     built = DERIVED.built(got[tag])
     out[tag] = {"present": [side_work.key(*j) in built for j in jobs]}
-out["equal"] = answers(got["b"]) == answers(load("trace-json", path))
+out["equal"] = answers(got["b"]) == answers(load("trace-json", big))
 print(json.dumps(out))
 """
 
 
-def test_the_child_that_answers_first_takes_the_others_jobs_in_a_pool(pair, tmp_path):
-    """Two parses in one pool, the same trace: one with the op tree and one small job, the
-    other with its whole list and the API and kernel statistics of each step; the first to
-    answer is given the other's last jobs.  Every value
-    arrives in the profile the pool returns, equal to a plain computation; the marks show who
-    ran what."""
-    jobs_a = [["tree", []], ["breakdown", [None, False]]]
+@pytest.fixture(scope="module")
+def big(tmp_path_factory):
+    """The sample's events 40 times over (a few seconds to parse)."""
+    evs = json.loads(GPU.read_text())["traceEvents"]
+    body = json.dumps(evs)[1:-1].encode()
+    path = tmp_path_factory.mktemp("big") / "big.pt.trace.json.gz"
+    z = zlib.compressobj(1, zlib.DEFLATED, 31)
+    with open(path, "wb") as f:
+        f.write(z.compress(b'{"traceEvents": [' + body))
+        for _ in range(40):
+            f.write(z.compress(b"," + body))
+        f.write(z.compress(b"]}") + z.flush())
+    return path
+
+
+def test_the_child_that_answers_first_takes_the_others_jobs_in_a_pool(big, tmp_path):
+    """Two parses in one pool; the one that answers first is given the other's last jobs.
+    Every value arrives in the profile the pool returns, the answers equal to a plain
+    computation; the marks show each taken job skipped by its side's own process."""
+    jobs_a = [["breakdown", [None, False]]]
     jobs_b = [["tree", []]] + [list(j) for j in JOBS[1:]] + [[n, [s]] for s in range(1, 7) for n in ("api", "kernels")]
-    for attempt in range(3):
-        marks = tmp_path / f"marks{attempt}"
-        env = {**_env(), "TB_COMPARE_TIMING": str(marks), "TB_COMPARE_CACHE": "0"}
-        r = subprocess.run([sys.executable, "-c", POOL, str(pair[0]), json.dumps(jobs_a), json.dumps(jobs_b)],
-                           capture_output=True, text=True, env=env, timeout=600)
-        assert r.returncode == 0, r.stderr
-        out = json.loads(r.stdout.splitlines()[-1])
-        assert all(out["a"]["present"]) and all(out["b"]["present"]), out
-        assert out["equal"], out
-        labels = [line.split(" ", 2)[2] for line in marks.read_text().splitlines()]
-        took = [x for x in labels if x.startswith("child: took job")]
-        assert len(took) == len([x for x in labels if x.endswith(" taken")])
-        if took:
-            break
-    assert took, "no job was taken in three tries"
+    marks = tmp_path / "marks"
+    env = {**_env(), "TB_COMPARE_TIMING": str(marks), "TB_COMPARE_CACHE": "0"}
+    r = subprocess.run([sys.executable, "-c", POOL, str(big), str(GPU), json.dumps(jobs_a), json.dumps(jobs_b)],
+                       capture_output=True, text=True, env=env, timeout=600)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout.splitlines()[-1])
+    assert all(out["a"]["present"]) and all(out["b"]["present"]) and out["equal"], out
+    labels = [line.split(" ", 2)[2] for line in marks.read_text().splitlines()]
+    took = [x for x in labels if x.startswith("child: took job")]
+    assert took and len(took) == len([x for x in labels if x.endswith(" taken")]), labels
