@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import zipfile
+from typing import NamedTuple
 
 import pytest
 
@@ -42,22 +43,63 @@ def count_splits(monkeypatch):
     return calls
 
 
+class Reference(NamedTuple):
+    """A one-process run (``TB_COMPARE_XLSX_SPLIT=0``) and what it did."""
+    returncode: int
+    stderr: str
+    json: bytes
+    names: list
+    parts: dict
+    splits: list            # writers it forked (SplitWorkbook.finish calls)
+    operator_calls: int     # operator comparisons made in this process
+
+
+_REFERENCES: dict = {}
+
+
+def _reference(tmp_path_factory, base, target, *extra) -> Reference:
+    """The one-process run of a pair, made once for the tests that compare a split run with it
+    (the ``target_npu``/``target_npu_v2`` one served four tests, each making it again), with
+    what the tests check of it counted while it runs."""
+    key = (base, target, *extra)
+    if key not in _REFERENCES:
+        from tb_compare_plugin.engines import operator
+        parent, splits, calls = os.getpid(), [], []
+        real_finish, real_compare = xlsx_split.SplitWorkbook.finish, operator.compare_operators
+
+        def finish(self):
+            splits.append(self.pid)
+            return real_finish(self)
+
+        def compare(*a, **k):
+            if os.getpid() == parent:
+                calls.append(1)
+            return real_compare(*a, **k)
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(xlsx_split.SplitWorkbook, "finish", finish)
+            mp.setattr(operator, "compare_operators", compare)
+            r, out = _run(tmp_path_factory.mktemp("reference"), base, target, "0", "one", *extra)
+        names, parts = _members(out / "o.xlsx") if r.returncode == 0 else ([], {})
+        json = (out / "o.json").read_bytes() if r.returncode == 0 else b""
+        _REFERENCES[key] = Reference(r.returncode, r.stderr, json, names, parts, splits, len(calls))
+    return _REFERENCES[key]
+
+
 @needs_samples
 @pytest.mark.parametrize("base,target,extra", [(p + ("",))[:3] for p in PAIRS])
-def test_split_workbook_is_the_one_process_workbook(tmp_path, base, target, extra, count_splits):
+def test_split_workbook_is_the_one_process_workbook(tmp_path, tmp_path_factory, base, target, extra, count_splits):
     extra = (extra,) if extra else ()
-    r1, one = _run(tmp_path, base, target, "0", "one", *extra)
+    r1 = _reference(tmp_path_factory, base, target, *extra)
     assert r1.returncode == 0, r1.stderr
-    assert not count_splits
+    assert not r1.splits
     r2, two = _run(tmp_path, base, target, "1", "two", *extra)
     assert r2.returncode == 0, r2.stderr
     assert len(count_splits) == 1 and count_splits[0] is not None       # it did fork
     assert r2.stderr == r1.stderr
-    names1, parts1 = _members(one / "o.xlsx")
     names2, parts2 = _members(two / "o.xlsx")
-    assert names2 == names1                                 # the parts in the same order ...
-    assert parts2 == parts1                                 # ... and byte for byte the same
-    assert (two / "o.json").read_bytes() == (one / "o.json").read_bytes()
+    assert names2 == r1.names                               # the parts in the same order ...
+    assert parts2 == r1.parts                               # ... and byte for byte the same
+    assert (two / "o.json").read_bytes() == r1.json
     assert sorted(os.listdir(two)) == ["o.json", "o.xlsx"]
 
 
@@ -101,12 +143,15 @@ def test_value_error_in_the_child_is_the_one_process_message(tmp_path, monkeypat
 
 @needs_samples
 @pytest.mark.parametrize("child", ["makes", "fails", "late"])
-def test_the_child_makes_the_operator_statistics(tmp_path, monkeypatch, count_splits, child):
+def test_the_child_makes_the_operator_statistics(tmp_path, tmp_path_factory, monkeypatch, count_splits, child):
     """Module sheets with --json: the operator statistics (the JSON's operator table, the Operators
     sheet) come from the forked process, so this one never makes the operator comparison; when
     the child cannot make them, or they are not in when the JSON wants them, this process makes
     them, with the same answers."""
     from tb_compare_plugin.engines import operator
+    r1 = _reference(tmp_path_factory, "target_npu", "target_npu_v2")
+    assert r1.returncode == 0, r1.stderr
+    assert r1.operator_calls                        # (the one-process writer makes it here)
     monkeypatch.setattr(xlsx_split, "OPS_WAIT", 0.0 if child == "late" else 60.0)
     parent, calls = os.getpid(), []
     real = operator.compare_operators
@@ -121,19 +166,14 @@ def test_the_child_makes_the_operator_statistics(tmp_path, monkeypatch, count_sp
             time.sleep(1.0)
         return real(*a, **k)
     monkeypatch.setattr(operator, "compare_operators", compare)
-    r1, one = _run(tmp_path, "target_npu", "target_npu_v2", "0", "one")
-    assert r1.returncode == 0, r1.stderr
-    assert calls                                    # (the one-process writer makes it here)
-    calls.clear()
     r2, two = _run(tmp_path, "target_npu", "target_npu_v2", "1", "two")
     assert r2.returncode == 0, r2.stderr
     assert len(count_splits) == 1
     assert len(calls) == (0 if child == "makes" else 1)     # (made here once when not from the child)
     assert r2.stderr == r1.stderr
-    assert (two / "o.json").read_bytes() == (one / "o.json").read_bytes()
-    names1, parts1 = _members(one / "o.xlsx")
+    assert (two / "o.json").read_bytes() == r1.json
     names2, parts2 = _members(two / "o.xlsx")
-    assert names2 == names1 and parts2 == parts1
+    assert names2 == r1.names and parts2 == r1.parts
 
 
 @needs_samples
