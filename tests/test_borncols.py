@@ -15,7 +15,7 @@ from tb_compare_plugin import borncols, constcols, loaders
 from tb_compare_plugin.borncols import BornColumns, Growing
 from tb_compare_plugin.loaders import kineto_json
 from tb_compare_plugin.service import parsepool
-from tb_compare_plugin.service.parsepool import _handoff_cache
+from tb_compare_plugin.service.handoff import handoff_cache
 
 from conftest import CORPUS, SAMPLES
 
@@ -129,7 +129,7 @@ def test_born_load_and_hand_off_equal_the_copied_ones(tmp_path, monkeypatch, pat
         pytest.skip("corpus not available")
     if small_constants:                                 # the samples' constant columns count as such
         monkeypatch.setattr(constcols, "_MIN_BYTES", 0)
-    handoff = _handoff_cache(str(tmp_path / "h"))
+    handoff = handoff_cache(str(tmp_path / "h"))
     os.makedirs(handoff.root)
     born = BornColumns(str(tmp_path / "h" / "v1" / ".k.born"))
     os.mkdir(born.folder)
@@ -159,10 +159,10 @@ def test_the_child_hands_off_born_columns_and_leaves_nothing(tmp_path):
     ppath = os.path.join(root, "p0")
     where, prof, values = parsepool._child_parse("trace-json", str(GPU), ("fp",), None, ppath, root)
     assert where == "handoff" and prof is None
-    same_profile(loaders.load("trace-json", str(GPU)), _handoff_cache(root).get(("handoff", ppath)))
+    same_profile(loaders.load("trace-json", str(GPU)), handoff_cache(root).get(("handoff", ppath)))
     v1 = os.path.join(root, "v1")
     assert [n for n in os.listdir(v1) if ".born" in n] == []
-    _handoff_cache(root).discard(("handoff", ppath))
+    handoff_cache(root).discard(("handoff", ppath))
     bad = tmp_path / "bad.pt.trace.json"
     bad.write_bytes(GPU.read_bytes()[: GPU.stat().st_size // 2])
     with pytest.raises(loaders.LoadError):
@@ -202,7 +202,7 @@ def test_a_full_folder_sends_the_columns_back_to_memory(tmp_path, monkeypatch, f
     got = kineto_json.load(str(GPU), chunk_bytes=1 << 15, born=born)
     same_profile(want, got)
     assert calls[0] > fail_at and os.listdir(born.folder) == []
-    handoff = _handoff_cache(str(tmp_path / "h"))
+    handoff = handoff_cache(str(tmp_path / "h"))
     same_profile(want, handoff.get(("handoff", "b")) if handoff.put(("handoff", "b"), got, born=born) else None)
     born.close()
 

@@ -10,7 +10,7 @@ import pytest
 
 from tb_compare_plugin import constcols, loaders
 from tb_compare_plugin.cache import ProfileCache
-from tb_compare_plugin.service.parsepool import _handoff_cache
+from tb_compare_plugin.service.handoff import handoff_cache
 
 from conftest import SAMPLES
 
@@ -69,7 +69,7 @@ def test_hand_off_records_constant_columns_by_value(tmp_path, monkeypatch):
     from test_cache import same_profile
     monkeypatch.setattr(constcols, "_MIN_BYTES", 0)     # the sample's columns are small
     prof = loaders.load("trace-json", str(GPU))
-    handoff = _handoff_cache(str(tmp_path / "h"))
+    handoff = handoff_cache(str(tmp_path / "h"))
     entry = handoff.put(("handoff", "p"), prof)
     consts = _meta(entry)["constants"]
     assert "ops.pid" in consts

@@ -21,7 +21,7 @@ import pytest
 from tb_compare_plugin.engines import side_work
 from tb_compare_plugin.loaders import load
 from tb_compare_plugin.service import sharejobs
-from tb_compare_plugin.service.parsepool import _handoff_cache
+from tb_compare_plugin.service.handoff import handoff_cache
 
 from conftest import ROOT, SAMPLES
 
@@ -79,7 +79,7 @@ def handed_off_sample(folder: Path, jobs=JOBS):
     folder.mkdir(parents=True, exist_ok=True)
     ppath = str(folder / "tmpOWNER")
     prof = load("trace-json", str(GPU))
-    assert _handoff_cache(str(folder)).put(("handoff", ppath), prof)
+    assert handoff_cache(str(folder)).put(("handoff", ppath), prof)
     share = sharejobs.share_name(str(folder), ppath, 0)
     sharejobs.handed_off(share, jobs, "handoff", None, None, ("handoff", ppath))
     return prof, share

@@ -63,6 +63,7 @@ from concurrent.futures.process import BrokenProcessPool
 
 from ..loaders.errors import LoadError
 from . import leftovers, sharejobs
+from .handoff import handoff_cache
 from ..heap import give_back
 from ..timing import mark
 
@@ -293,7 +294,7 @@ def _child_parse(fmt: str, root: str, fingerprint, cache_root: str | None, progr
         if cache_root is not None:
             if ProfileCache(cache_root).put(fingerprint, prof):
                 where = "cache"
-        elif handoff_root is not None and _handoff_cache(handoff_root).put(("handoff", progress_path), prof,
+        elif handoff_root is not None and handoff_cache(handoff_root).put(("handoff", progress_path), prof,
                                                                            born=born):
             where = "handoff"
     finally:
@@ -305,7 +306,7 @@ def _child_parse(fmt: str, root: str, fingerprint, cache_root: str | None, progr
     values = {}
     if side_jobs:
         if where == "handoff":          # the jobs read the hand-off's mapped copy: the built columns leave
-            handed = _handoff_cache(handoff_root).get(("handoff", progress_path))   # (~210 MB on a 1 GB
+            handed = handoff_cache(handoff_root).get(("handoff", progress_path))   # (~210 MB on a 1 GB
             if handed is not None:      # trace) and only the pages the jobs read come back
                 prof = handed
             del handed
@@ -480,7 +481,7 @@ def _born_columns(handoff_root: str | None, progress_path: str):
         return None
     from ..borncols import BornColumns
     from ..cache import key_of
-    handoff = _handoff_cache(handoff_root)
+    handoff = handoff_cache(handoff_root)
     try:
         os.makedirs(handoff.root, exist_ok=True)
         return BornColumns(tempfile.mkdtemp(prefix=f".{key_of(('handoff', progress_path))}.born", dir=handoff.root))
@@ -488,15 +489,6 @@ def _born_columns(handoff_root: str | None, progress_path: str):
         return None
 
 
-def _handoff_cache(root: str):
-    """The hand-off folder, in the cache's layout (unbounded: each entry lives for one parse, and
-    its columns are not checksummed: this process's private folder, read once, right after its
-    child wrote it)."""
-    from ..cache import ProfileCache
-    handoff = ProfileCache(root, max_bytes=1 << 62)
-    handoff.check_columns = False
-    handoff.compact_constants = True    # one value, not ~60 MB of rows, for the constant columns
-    return handoff
 
 
 class ParsePool:
@@ -806,14 +798,14 @@ class ParsePool:
     def _take_handoff(self, root: str, ppath: str):
         """Map the profile a child left in the hand-off folder (its files are deleted right
         after, by ``parse``; the mappings keep the data until the profile is dropped)."""
-        got = _handoff_cache(self._progress_dir).get(("handoff", ppath))
+        got = handoff_cache(self._progress_dir).get(("handoff", ppath))
         if got is None:
             raise LoadError(root, "the parser process's result could not be read back")
         return got
 
     def _drop_handoff(self, ppath: str) -> None:
         """Delete this parse's hand-off entry, and the half-written one of a child that died."""
-        _handoff_cache(self._progress_dir).discard(("handoff", ppath))
+        handoff_cache(self._progress_dir).discard(("handoff", ppath))
 
     def release_fork_server(self) -> threading.Thread:
         """For a process that will parse nothing more (the CLI once both sides are in): on a

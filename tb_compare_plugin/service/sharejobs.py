@@ -178,8 +178,8 @@ def _map(where, cache_root, fingerprint, handoff_key, handoff_root):
             cache.check_columns = False     # just written; the parent checks them when it maps them
             return cache.get(fingerprint)
         if where == "handoff" and handoff_root is not None:
-            from .parsepool import _handoff_cache
-            return _handoff_cache(handoff_root).get(handoff_key)
+            from .handoff import handoff_cache
+            return handoff_cache(handoff_root).get(handoff_key)
     except Exception:  # noqa: BLE001 - a helper's failure costs only time
         return None
     return None
