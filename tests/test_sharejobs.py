@@ -24,6 +24,7 @@ from tb_compare_plugin.service import sharejobs
 from tb_compare_plugin.service.handoff import handoff_cache
 
 from conftest import ROOT, SAMPLES
+from repeated_traces import repeated_traces
 
 GPU = SAMPLES / "baseline_gpu" / "worker0.pt.trace.json"
 JOBS = (("tree", ()), ("breakdown", (None, False)), ("steps", ()), ("api", (None,)), ("kernels", (None,)))
@@ -208,20 +209,8 @@ def test_a_job_that_fails_in_the_helper_is_left_for_the_receiver(tmp_path):
 def pair(tmp_path_factory):
     """Two traces of the sample's events repeated (so the sides' parses and jobs overlap), of
     slightly different sizes."""
-    evs = json.loads(GPU.read_text())["traceEvents"]
-    body = json.dumps(evs)[1:-1].encode()
     folder = tmp_path_factory.mktemp("pair")
-    paths = []
-    for name, reps in (("base", 14), ("target", 12)):
-        z = zlib.compressobj(1, zlib.DEFLATED, 31)
-        path = folder / f"{name}.pt.trace.json.gz"
-        with open(path, "wb") as f:
-            f.write(z.compress(b'{"traceEvents": [' + body))
-            for _ in range(reps):
-                f.write(z.compress(b"," + body))
-            f.write(z.compress(b"]}") + z.flush())
-        paths.append(path)
-    return paths
+    return repeated_traces(GPU, folder, {"base": 14, "target": 12})
 
 
 def run_cli(pair, tmp_path, tag, share, no_cache):

@@ -10,7 +10,6 @@ remove only what they made in /dev/shm."""
 from __future__ import annotations
 
 import glob
-import json
 import os
 import re
 import shutil
@@ -19,11 +18,11 @@ import subprocess
 import sys
 import threading
 import time
-import zlib
 
 import pytest
 
 from conftest import SAMPLES
+from repeated_traces import repeated_traces
 from tbserver import TensorBoard
 
 SHM = "/dev/shm"
@@ -37,20 +36,8 @@ pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux") or not os.p
 @pytest.fixture(scope="module")
 def big_pair(tmp_path_factory):
     """Two different traces (the GPU sample's events, repeated) that take seconds to parse."""
-    evs = json.loads(GPU_SAMPLE.read_text())["traceEvents"]
-    body = json.dumps(evs)[1:-1].encode()
     folder = tmp_path_factory.mktemp("big")
-    paths = []
-    for name, reps in (("base", 80), ("target", 81)):
-        z = zlib.compressobj(1, zlib.DEFLATED, 31)
-        path = folder / f"{name}.pt.trace.json.gz"
-        with open(path, "wb") as f:
-            f.write(z.compress(b'{"traceEvents": [' + body))
-            for _ in range(reps):
-                f.write(z.compress(b"," + body))
-            f.write(z.compress(b"]}") + z.flush())
-        paths.append(path)
-    return paths
+    return repeated_traces(GPU_SAMPLE, folder, {"base": 80, "target": 81})
 
 
 # -- watching a run ---------------------------------------------------------------------------
