@@ -45,11 +45,6 @@ def npy_header(dtype: np.dtype, n: int) -> bytes:
     return f.getvalue()
 
 
-def _bits(v: np.ndarray) -> np.ndarray | None:
-    kind = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}.get(v.dtype.itemsize)
-    return v.view(kind) if kind is not None and v.dtype.kind in "iufb" else None
-
-
 class Growing:
     """One column being written: room for its header, then its rows piece by piece (``pwrite``
     at the row's place); while every row so far holds one value, only that value."""
@@ -71,7 +66,7 @@ class Growing:
         if not self.written and first == self.rows:
             if not n:
                 return
-            bits = _bits(v)
+            bits = constcols.bits_of(v)
             one = v[:1].tobytes()
             if bits is not None and (self.value == one or (self.value is None and not self.rows)) \
                     and not (bits != bits[0]).any():

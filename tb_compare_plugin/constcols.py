@@ -25,7 +25,7 @@ _SAMPLE = 4093                  # stride of the first, cheap test (a prime: no a
 _CHUNK = 1 << 16                # rows compared at a time in the full test (no n-sized temporary)
 
 
-def _bits(arr: np.ndarray) -> np.ndarray | None:
+def bits_of(arr: np.ndarray) -> np.ndarray | None:
     """``arr`` viewed as unsigned integers of its item size (NaN payloads and -0.0 compared as
     the bytes they are), or None for an item size without such a type."""
     kind = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}.get(arr.dtype.itemsize)
@@ -39,7 +39,7 @@ def constant_of(arr: np.ndarray) -> bytes | None:
     differ, the column is small (under 1 MB) or not a plain 1-D number column."""
     if arr.nbytes < _MIN_BYTES or not len(arr):
         return None
-    bits = _bits(arr)
+    bits = bits_of(arr)
     if bits is None:
         return None
     first = bits[0]
@@ -166,7 +166,7 @@ def sparse_of(arr: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
     ``comm_ns``: 0.5 % of a 1 GB trace's 1.9 M nodes are under a collective.)"""
     if arr.nbytes < _MIN_BYTES or not len(arr):
         return None
-    bits = _bits(arr)
+    bits = bits_of(arr)
     if bits is None or np.count_nonzero(bits[::_SAMPLE]) * _SPARSE_SHARE > len(bits[::_SAMPLE]):
         return None
     rows = np.flatnonzero(bits)

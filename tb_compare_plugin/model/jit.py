@@ -27,6 +27,8 @@ import sys
 import tempfile
 import threading
 
+from ..envflags import switched_off
+
 MIN_ROWS = 1 << 15
 IMPORT_ROWS = 1 << 19
 
@@ -39,7 +41,7 @@ def kernels(n: int):
     """The kernels module to use for an input of ``n`` rows, or None for the numpy form."""
     if n < MIN_ROWS or _error is not None:
         return None
-    if os.environ.get("TB_COMPARE_JIT", "").strip().lower() in ("0", "false", "no", "off"):
+    if switched_off("TB_COMPARE_JIT"):
         return None
     if _mod is None:
         if n < IMPORT_ROWS and "numba" not in sys.modules:

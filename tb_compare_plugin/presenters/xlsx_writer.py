@@ -21,7 +21,6 @@ ratios into the string ``INF`` first.
 """
 from __future__ import annotations
 
-import os
 import queue
 import re
 import struct
@@ -30,6 +29,7 @@ import zipfile
 from datetime import datetime, timezone
 from itertools import chain, repeat
 
+from ..envflags import switched_off
 from .xlsx_cells import (_CT, _HEAD, _INF, _NS, _NS_R, _PKG_REL, _PLAIN, _REL, WIDTH_PAD, Styles, _attr,
                          _number, cell_ref, col_letter, escape_text)
 from .xlsx_cells import MAX_CELL_CHARS  # noqa: F401  (part of this module's interface)
@@ -42,7 +42,7 @@ def _fast_deflate():
     same, the deflate bytes other (equally valid) and ~5x faster: the 43 MB ModuleCompare sheet
     of npu_500mb in 0.03 s of CPU at ISA-L's level 1 against zlib's 0.17 s at level 2, for a part
     of about the same size (3.8 MB).  Parts at level 6 stay zlib's (ISA-L's would be ~35 % bigger)."""
-    if os.environ.get("TB_COMPARE_XLSX_ISAL", "1").strip().lower() in ("0", "false", "no", "off"):
+    if switched_off("TB_COMPARE_XLSX_ISAL"):
         return None
     try:
         from isal import isal_zlib

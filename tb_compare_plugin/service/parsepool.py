@@ -64,6 +64,7 @@ from concurrent.futures.process import BrokenProcessPool
 from ..loaders.errors import LoadError
 from . import leftovers, sharejobs
 from .handoff import handoff_cache
+from ..envflags import switched_off
 from ..heap import give_back
 from ..timing import mark
 
@@ -476,8 +477,7 @@ def _born_columns(handoff_root: str | None, progress_path: str):
     """In the child: the folder (beside its hand-off entry, named so that discarding the entry's
     half-written ones removes it) the parse writes the model's columns into (:mod:`..borncols`);
     None without a hand-off, or when it cannot be made."""
-    if handoff_root is None or os.environ.get("TB_COMPARE_BORN_COLUMNS", "1").strip().lower() in (
-            "0", "false", "no", "off"):
+    if handoff_root is None or switched_off("TB_COMPARE_BORN_COLUMNS"):
         return None
     from ..borncols import BornColumns
     from ..cache import key_of

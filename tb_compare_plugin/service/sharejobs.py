@@ -34,6 +34,7 @@ import os
 import pickle
 import time
 
+from ..envflags import switched_off
 from ..timing import mark
 
 TAKEN = frozenset({"breakdown", "steps", "api", "kernels"})    # small values, no op tree needed
@@ -46,7 +47,7 @@ _OWN: dict = {}                     # repr(job) -> how long it took here (the ot
 
 
 def enabled() -> bool:
-    return os.environ.get(ENV, "1").strip().lower() not in ("0", "false", "no", "off")
+    return not switched_off(ENV)
 
 
 def share_name(folder: str, ppath: str, attempt: int) -> str:
