@@ -311,11 +311,12 @@ class Scanner:
             self.luts[id(field)] = (field, lut)
         codes = np.empty(len(rows), np.int32)
         if self.j.take_texts(self.K, self.V, rows, c, lut, codes):
-            ids = self.V[rows, c][self.K[rows, c] == self.j.K_STR]
+            miss = np.flatnonzero(codes == -2)         # texts not looked up yet: only those rows again
+            ids = self.V[rows[miss], c]
             voc, texts = field.vocab, self.texts
-            for t in np.unique(ids[lut[ids] == -2]).tolist():
+            for t in np.unique(ids).tolist():
                 lut[t] = voc[texts[t]]
-            self.j.take_texts(self.K, self.V, rows, c, lut, codes)
+            codes[miss] = lut[ids]
         return ("s", codes)
 
     def _add_x(self, col, xi: np.ndarray) -> None:

@@ -49,6 +49,10 @@ _ROLES = {"Ascend Hardware": "hw", "HCCL": "hccl", "Communication": "hccl", "Ove
 _ROLE_CODE = {"hw": 1, "hccl": 2, "ovl": 3}                                       # host 0
 _NONE_T = type(None)
 _KIND = attrgetter("_k")
+_GROUP_OF = np.array([[G_SKIP, G_OPS, G_PY]] * 2 + [[G_HW] * 3, [G_HCCL] * 3, [G_SKIP] * 3],
+                     dtype=np.int8).reshape(-1)
+"""Storage group of an X event by (role code + 1) * 3 + class (role -1: no process_name seen yet,
+0 host, 1 hw, 2 hccl, 3 ovl; class 0 other, 1 op, 2 python function)."""
 
 
 def _role_code(process_name) -> int:
@@ -86,6 +90,7 @@ class _Collector:
         self.meta: list = []              # (name, pid, tid, args) of M events, file order
         self.hinted = set(hints)
         self.known: dict = dict(hints)    # pid -> role code: hints, then process_name events seen so far
+        self._known_sorted = None         # (pids, role codes) of ``known``, sorted by pid (see _groups)
         self.x = {k: Field() for k in ("pid", "tid", "name", "cat", "dur")}
         self.x_ts: list = []
         self.x_cls: list = []
@@ -155,6 +160,7 @@ class _Collector:
         self.meta.append((e.name, e.pid, e.tid, e.args))
         if e.name == "process_name" and _one(e.pid) not in self.hinted:
             self.known[_one(e.pid)] = _role_code(e.args.name if e.args is not None else None)
+            self._known_sorted = None
 
     def _add_x(self, xs: list, typed: bool) -> None:
         x = self.x
@@ -199,20 +205,21 @@ class _Collector:
             return np.full(n, G_ALL, dtype=np.int8)
         role = np.full(n, -1, dtype=np.int8)                # -1: no process_name seen yet
         if pid_piece[0] == "i" and self.known:        # each pid's known role, by one sorted search
-            keys = np.fromiter(self.known, np.int64, len(self.known))
-            order = np.argsort(keys)
-            keys = keys[order]
-            codes = np.fromiter(self.known.values(), np.int8, len(self.known))[order]
+            if self._known_sorted is None:
+                keys = np.fromiter(self.known, np.int64, len(self.known))
+                order = np.argsort(keys)
+                self._known_sorted = (keys[order], np.fromiter(self.known.values(), np.int8, len(self.known))[order])
+            keys, codes = self._known_sorted
             pid = pid_piece[1]
             pos = np.minimum(np.searchsorted(keys, pid), len(keys) - 1)
             hit = keys[pos] == pid
             role[hit] = codes[pos[hit]]
-        group = np.full(n, G_SKIP, dtype=np.int8)
-        group[role == 1] = G_HW
-        group[role == 2] = G_HCCL
-        hostish = role <= 0
-        group[hostish & (cls == 1)] = G_OPS
-        group[hostish & (cls == 2)] = G_PY
+        # (role, class) -> group: hardware and HCCL processes by role; host and unknown processes
+        # by class (ops, python functions); the rest skipped
+        k = role * 3                                  # (int8: at most 14)
+        k += 3
+        k += cls
+        group = np.take(_GROUP_OF, k)
         unknown_dev = (role == -1) & (cls == 0)
         if unknown_dev.any():
             group[unknown_dev | (group == G_HW) | (group == G_HCCL)] = G_DEV
@@ -309,31 +316,33 @@ class Trace:
         for kind, idx in idxs.items():                 # were their args kept?
             if kind in kept and not kept[kind][group[idx]].all():
                 raise _Redo()
-        dur = x["dur"].floats() * 1000.0
-        good_dur = np.isfinite(dur) & (dur >= 0)
-        used = np.zeros(len(dur), dtype=bool)
-        for idx in idxs.values():
-            used[idx] = True
-        self._warn(int((used & ~good_dur).sum()), "event(s) with a missing, negative or non-numeric 'dur' were "
-                                                  "given duration 0")
-        dur = np.where(good_dur, np.rint(dur), 0).astype(np.int64)
+        raw_dur = x["dur"].floats()                   # µs; -> ns per kind, for the rows it keeps
         self.n_events = col.n_events          # every event of the file (metadata and flows included)
         self.n_device = int((role == 1).sum())    # "Ascend Hardware" events, readable or not
         self.b: dict = {}
         names = x["name"].texts(slice(None))           # (Texts or objects: both index by rows)
+        in_group = np.bincount(group, minlength=G_ALL + 1)
+        bad_durs = 0
         for kind, idx in idxs.items():
-            c = {"n": len(idx), "pid": pid[idx], "tid": tid[idx], "ts": ts[idx], "dur": dur[idx],
+            dur, bad = _dur_ns(raw_dur[idx])
+            bad_durs += bad
+            c = {"n": len(idx), "pid": pid[idx], "tid": tid[idx], "ts": ts[idx], "dur": dur,
                  "name": names[idx]}
             if kind == "ops":
                 c["cat"] = x["cat"].texts(idx)
             fields = _KIND_FIELDS[kind][0]
             if fields:
                 # each event's row among the events its args were stored for (idx is a sorted
-                # subset of them, checked above): found by a search instead of a running count
-                rows = np.searchsorted(np.flatnonzero(kept[kind][group]), idx)
+                # subset of them, checked above): all of them, in order, when there are as many
+                # (the usual case: the roles guessed per chunk were right), else found by a search
+                if len(idx) == int(in_group[kept[kind]].sum()):
+                    rows = slice(None)
+                else:
+                    rows = np.searchsorted(np.flatnonzero(kept[kind][group]), idx)
                 for f in fields:
                     c[f] = col.args[f].column(rows, f in _TEXT)
             self.b[kind] = c
+        self._warn(bad_durs, "event(s) with a missing, negative or non-numeric 'dur' were given duration 0")
         fl = col.fl
         fts, is_f, fcls = _cat(col.fl_ts, np.int64), _cat(col.fl_f, bool), _cat(col.fl_cls, np.int8)
         fpid, ftid = fl["pid"].ints(), fl["tid"].ints()
@@ -346,6 +355,19 @@ class Trace:
     def _warn(self, n: int, what: str) -> None:
         if n:
             self.warnings.append(f"{TRACE}: {n} {what}")
+
+
+def _dur_ns(us: np.ndarray) -> tuple[np.ndarray, int]:
+    """µs durations (a copy: changed in place) -> (int64 ns, rounded to even; 0 where missing,
+    negative or not finite), and how many were such."""
+    us *= 1000.0
+    good = np.isfinite(us)
+    good &= us >= 0
+    bad = len(us) - int(np.count_nonzero(good))
+    np.rint(us, out=us)
+    if bad:
+        us[~good] = 0
+    return us.astype(np.int64), bad
 
 
 def _keys(ids: Field, rows: np.ndarray) -> np.ndarray:
