@@ -14,6 +14,7 @@ import numba as nb
 import numpy as np
 from llvmlite import ir
 from numba.core import types
+from numba.cpython.unsafe.numbers import trailing_zeros
 from numba.extending import intrinsic
 
 # statuses
@@ -41,10 +42,19 @@ _QUOTES = np.uint64(0x2222222222222222)
 _SLASHES = np.uint64(0x5C5C5C5C5C5C5C5C)
 _SPACES = np.uint64(0x2020202020202020)
 _ZERO = np.uint64(0)
+_U1, _U3 = np.uint64(1), np.uint64(3)
 _U8 = np.uint64(8)
+_DIG0 = np.uint64(0x3030303030303030)                   # '0' in each byte
+_DIG9 = np.uint64(0x7676767676767676)                   # + (byte - '0'): bit 7 set iff byte - '0' > 9
+_FF2 = np.uint64(0x000000FF000000FF)
+_E1 = np.uint64(100 + (1000000 << 32))
+_E2 = np.uint64(1 + (10000 << 32))
+_U10, _U16, _U32, _U1E8 = np.uint64(10), np.uint64(16), np.uint64(32), np.uint64(100000000)
 _U64 = np.uint64(64)
 _S29, _S32, _S31, _S27 = np.uint64(29), np.uint64(32), np.uint64(31), np.uint64(27)
 _POW10 = np.array([10.0 ** k for k in range(23)])
+_IPOW10 = np.array([10 ** k for k in range(19)], np.int64)
+_UPOW10 = np.array([10 ** k for k in range(20)], np.uint64)
 
 jit = nb.njit(cache=True, nogil=True, boundscheck=False)
 inline = nb.njit(cache=True, nogil=True, boundscheck=False, inline="always")
@@ -94,27 +104,44 @@ def _ws(b, i, n):
 
 
 @inline
+def _low(k):
+    """A mask of the low k bytes (0 <= k <= 7)."""
+    return (_U1 << np.uint64(k << 3)) - _U1
+
+
+@inline
+def _first(m):
+    """The index of the lowest byte whose bit 7 is set in m (m != 0)."""
+    return np.int64(trailing_zeros(m) >> _U3)
+
+
+@inline
 def _str_end(b, i, n, allow_u):
     """_ld1(b, i) is just after an opening quote: the index of the closing quote; -1 bad JSON, -2 a
     \\u escape where ``allow_u`` is False (msgspec checks those even in values it skips).
-    ``b`` is the chunk's address (as in every helper); 8 plain bytes (no quote, backslash or
-    control character) are skipped at a time."""
+    ``b`` is the chunk's address (as in every helper).  8 bytes are tested at a time: the lowest
+    flagged byte of the word (quote, backslash or control character; the borrow of the classic
+    zero-byte test only flags bytes above a true one) is found with ``trailing_zeros`` and an
+    escape is stepped over without leaving the word loop."""
     j = i
     while True:
-        while j < n:
-            if j + 8 <= n:
-                x = _ld8(b, j)
-                t = x ^ _QUOTES
-                u = x ^ _SLASHES
-                if (((t - _ONES) & ~t) | ((u - _ONES) & ~u) | ((x - _SPACES) & ~x)) & _HIGH == _ZERO:
-                    j += 8
-                    continue
-            c = _ld1(b, j)
-            if c == 34 or c == 92 or c < 32:
-                break
-            j += 1
-        if j >= n:
-            return -1
+        if j + 8 <= n:
+            x = _ld8(b, j)
+            t = x ^ _QUOTES
+            u = x ^ _SLASHES
+            m = (((t - _ONES) & ~t) | ((u - _ONES) & ~u) | ((x - _SPACES) & ~x)) & _HIGH
+            if m == _ZERO:
+                j += 8
+                continue
+            j += _first(m)
+        else:
+            while j < n:
+                c = _ld1(b, j)
+                if c == 34 or c == 92 or c < 32:
+                    break
+                j += 1
+            if j >= n:
+                return -1
         c = _ld1(b, j)
         if c == 34:
             return j
@@ -140,11 +167,12 @@ def _str_end(b, i, n, allow_u):
 
 
 @inline
-def _num_end(b, i, n):
+def _num_end_bytes(b, i, n):
     """A JSON number at _ld1(b, i): (end, is_int, digits before the dot, digits after, exponent seen,
     v); v is the value of all the digits (the dot left out) when they are at most 18, or an int of
     19 digits within int64; -1 for a longer int, 2**53 when there are more than 18 digits with a
-    dot.  End -1 when it is not a JSON number."""
+    dot.  End -1 when it is not a JSON number.  Byte by byte: :func:`_num_end` (the same answers)
+    reads the digits a word at a time and comes here for more than 18 digits before the dot."""
     if _ld1(b, i) == 45:
         i += 1
     if i >= n or not (48 <= _ld1(b, i) <= 57):
@@ -187,6 +215,108 @@ def _num_end(b, i, n):
         while i < n and 48 <= _ld1(b, i) <= 57:
             i += 1
     return i, isint, wd, fd, exp, v
+
+
+@inline
+def _eight(t):
+    """The number written by the 8 digit values (0..9) in the bytes of t, byte 0 the first."""
+    t = t * _U10 + (t >> _U8)
+    return ((t & _FF2) * _E1 + ((t >> _U16) & _FF2) * _E2) >> _U32
+
+
+@inline
+def _digits(b, i, n):
+    """The run of decimal digits at i: (index after it, its value (exact up to 19 digits, uint64),
+    count).  The lowest byte flagged by the word test is the first non-digit (borrows go up)."""
+    v = _ZERO
+    c = 0
+    while i + 8 <= n:
+        t = _ld8(b, i) - _DIG0
+        nd = ((t + _DIG9) | t) & _HIGH                 # bytes that are not digits
+        if nd == _ZERO:
+            v = v * _U1E8 + _eight(t)
+            c += 8
+            i += 8
+            continue
+        k = _first(nd)
+        if k != 0:
+            w = _eight((t & _low(k)) << np.uint64(64 - (k << 3)))
+            v = w if c == 0 else v * _UPOW10[k] + w
+            c += k
+            i += k
+        return i, v, c
+    while i < n:
+        d = _ld1(b, i) - 48
+        if d < 0 or d > 9:
+            break
+        v = v * _U10 + np.uint64(d)
+        c += 1
+        i += 1
+    return i, v, c
+
+
+@inline
+def _num_end(b, i, n):
+    """:func:`_num_end_bytes` with the digits read a word at a time (the same answers)."""
+    i0 = i
+    if _ld1(b, i) == 45:
+        i += 1
+    if i >= n or not (48 <= _ld1(b, i) <= 57):
+        return -1, False, 0, 0, False, 0
+    if _ld1(b, i) == 48 and i + 1 < n and 48 <= _ld1(b, i + 1) <= 57:
+        return -1, False, 0, 0, False, 0
+    i, uv, wd = _digits(b, i, n)
+    if wd > 18:
+        return _num_end_bytes(b, i0, n)
+    v = np.int64(uv)
+    fd = 0
+    isint = True
+    if i < n and _ld1(b, i) == 46:
+        isint = False
+        i, uf, fd = _digits(b, i + 1, n)
+        if fd == 0:
+            return -1, False, 0, 0, False, 0
+        if wd + fd <= 18:
+            v = v * _IPOW10[fd] + np.int64(uf)
+        else:
+            v = 9007199254740992                        # (only the 18 first digits are kept)
+    exp = False
+    if i < n and (_ld1(b, i) == 101 or _ld1(b, i) == 69):
+        isint = False
+        exp = True
+        i += 1
+        if i < n and (_ld1(b, i) == 43 or _ld1(b, i) == 45):
+            i += 1
+        if i >= n or not (48 <= _ld1(b, i) <= 57):
+            return -1, False, 0, 0, False, 0
+        while i < n and 48 <= _ld1(b, i) <= 57:
+            i += 1
+    return i, isint, wd, fd, exp, v
+
+
+@inline
+def _ts_ns(b, s, j):
+    """(all digits?, value) of the ts text b + s .. j (its length 5..20, a dot at j - 4; s >= 8):
+    the digits before the dot, then the 3 after it, read a word at a time."""
+    e = j - 4
+    p = s
+    bad = _ZERO
+    v = _ZERO
+    r = (e - p) & 7
+    if r != 0:
+        t = (_ld8(b, p + r - 8) >> np.uint64(64 - 8 * r)) - _DIG0
+        bad |= ((t + _DIG9) | t) & _HIGH & _low(r)
+        v = _eight((t & _low(r)) << np.uint64(64 - 8 * r))
+        p += r
+    while p < e:
+        t = _ld8(b, p) - _DIG0
+        bad |= ((t + _DIG9) | t) & _HIGH
+        v = v * _U1E8 + _eight(t)
+        p += 8
+    t = (_ld8(b, j - 8) >> np.uint64(40)) - _DIG0
+    bad |= ((t + _DIG9) | t) & _HIGH & _low(3)
+    v = v * np.uint64(1000) + _eight((t & _low(3)) << np.uint64(40))
+    return bad == _ZERO, np.int64(v)
 
 
 @inline
@@ -289,23 +419,31 @@ def _key(b, s, e, kb, koff, klut):
 
 @inline
 def _guess(b, s, n, k, kb, koff):
-    """``k`` when the bytes at b + s are key ``k`` of a key table (addresses of its bytes and int64
-    offsets) followed by a quote, else -1 (also for k < 0)."""
+    """``k`` when the bytes at b + s are key ``k`` of a key table (addresses of its bytes, padded
+    with 8 zero bytes, and int64 offsets) followed by a quote, else -1 (also for k < 0).  Compared
+    a word at a time, the last word overlapping the one before (or masked for a key under 8 bytes)."""
     if k < 0:
         return -1
     o = _ldq(koff, 8 * k)
     ln = _ldq(koff, 8 * k + 8) - o
     if s + ln >= n or _ld1(b, s + ln) != 34:
         return -1
+    if ln < 8:
+        if s + 8 <= n:
+            if (_ld8(b, s) ^ _ld8(kb, o)) & _low(ln) != _ZERO:
+                return -1
+            return k
+        for q in range(ln):
+            if _ld1(b, s + q) != _ld1(kb, o + q):
+                return -1
+        return k
     q = 0
-    while q + 8 <= ln:
+    while q + 8 < ln:
         if _ld8(b, s + q) != _ld8(kb, o + q):
             return -1
         q += 8
-    while q < ln:
-        if _ld1(b, s + q) != _ld1(kb, o + q):
-            return -1
-        q += 1
+    if _ld8(b, s + ln - 8) != _ld8(kb, o + ln - 8):
+        return -1
     return k
 
 
@@ -487,7 +625,12 @@ def scan(buf, K, V, DV, xok, fok, tt, state, new_s, new_e, tkb_, tkoff_, tklut_,
                     # 4..19 digits, as ascend_columns.ts_ns reads them (19: below the int64 limit)
                     ok = 5 <= ln <= 20 and _ld1(b, j - 4) == 46 and (ln < 20 or _ld1(b, s) <= 56)
                     v = 0
-                    if ok:
+                    done = False
+                    if ok and s >= 8:
+                        done, v = _ts_ns(b, s, j)
+                        if not done:
+                            v = 0
+                    if ok and not done:                 # byte by byte (the value where it stopped, as before)
                         for q in range(s, j):
                             d = _ld1(b, q)
                             if q == j - 4:

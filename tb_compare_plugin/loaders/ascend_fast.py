@@ -100,7 +100,8 @@ def _key_table(keys):
         code = (((len(r) & 31) << 7) ^ r[0] ^ (r[-1] << 4) ^ (r[len(r) // 2] << 2)) & 4095
         assert lut[code] == -1, f"two keys share a lookup code: {r!r}"
         lut[code] = i
-    return np.frombuffer(b"".join(raw), np.uint8).copy(), off, lut
+    # (8 zero bytes after the last key: the scanner compares keys a word at a time)
+    return np.frombuffer(b"".join(raw) + bytes(8), np.uint8).copy(), off, lut
 
 
 def _tables(jit):
