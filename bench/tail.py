@@ -53,6 +53,10 @@ def _child(report: str, argv: list) -> None:
     if os.environ.get("TBC_TAIL_PROFILE"):      # cProfile of the main thread's tail into that file
         import cProfile
         prof = cProfile.Profile()
+    child_prof = None
+    if os.environ.get("TBC_TAIL_CHILD_PROFILE"):    # cProfile of the workbook's writer child into that file
+        import cProfile
+        child_prof = cProfile.Profile()
 
     def mark(label: str) -> None:
         ru = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -60,7 +64,12 @@ def _child(report: str, argv: list) -> None:
         real(label)
         if prof is not None and label == START:
             prof.enable()
+        if child_prof is not None and label == START:      # the next fork is the writer's
+            os.register_at_fork(after_in_child=child_prof.enable)
         if label == "xlsx child: sheets written":    # the workbook's forked writer: its CPU since the fork
+            if child_prof is not None:
+                child_prof.disable()
+                child_prof.dump_stats(os.environ["TBC_TAIL_CHILD_PROFILE"])
             with open(report + ".child", "w") as f:
                 json.dump([time.process_time(), [m[:3] for m in marks if m[0].startswith("xlsx child")]], f)
         if label == "cli: leaving":

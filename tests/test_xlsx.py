@@ -98,6 +98,59 @@ def test_isal_and_zlib_parts_hold_the_same_xml(tmp_path, monkeypatch):
     assert openpyxl.load_workbook(tmp_path / "w0.xlsx")["big"]["A3"].value == "op 2 & <x>"
 
 
+def _sheet_xml(write) -> bytes:
+    buf = io.BytesIO()
+    wb = Workbook(buf)
+    write(wb)
+    wb.close()
+    with zipfile.ZipFile(buf) as z:
+        return z.read("xl/worksheets/sheet1.xml")
+
+
+@pytest.mark.parametrize("case", ["plain", "per_row_styles", "mixed_numbers", "unstyled", "other_type"])
+def test_rows_whole_columns_match_row_by_row(case):
+    """``Sheet.rows`` (whole columns as bytes, ``xlsx_columns``; or its general path when a
+    column is not for it) writes the bytes ``Sheet.row`` writes row by row: zeros of both signs,
+    NaN / inf blanks, None, repeated and escaped text (leading space, control characters,
+    non-ASCII, over the cell limit), ints, per-row styles."""
+    import numpy as np
+    texts = ["a & <b>", " lead", "trail\t", "x\x01y\r", "µs ✓", "stack;\nframe", "y" * (MAX_CELL_CHARS + 5), ""]
+    floats = [0.0, -0.0, 1.5, float("nan"), float("inf"), -2.25, 1e-7, 0.1 + 0.2, None]
+    n = 600
+    rows = [[i + 1, texts[i % len(texts)], floats[i % len(floats)], texts[(i * 7) % len(texts)] if i % 3 else None,
+             floats[(i * 5) % len(floats)], "INF" if i % 11 == 0 else floats[(i * 3) % len(floats)], i % 4]
+            for i in range(n)]
+    if case == "mixed_numbers":
+        for i in range(0, n, 5):
+            rows[i][6] = float(rows[i][6])          # ints and floats in one column: the general path
+    if case == "other_type":
+        rows[7][4] = np.float64(2.5)
+
+    def styles(wb):
+        a, b, c = (wb.styles.xf(f) for f in ("0", "0.00", "@"))
+        red = wb.styles.xf("0.00", fill="FF0000")
+        per = [red if isinstance(r[5], str) or (r[5] or 0) > 1 else b for r in rows]
+        out = [a, c, b, c, b, per if case == "per_row_styles" else b, a]
+        if case == "unstyled":
+            out[3] = 0
+        return out
+
+    def by_rows(wb):
+        st = styles(wb)
+        sh = wb.add_sheet("T", n + 3, 7)
+        sh.row(0, ["h"] * 7, [st[0]] * 7)
+        for i, r in enumerate(rows):
+            sh.row(3 + i, r, [s if type(s) is int else s[i] for s in st])
+
+    def by_columns(wb):
+        st = styles(wb)
+        sh = wb.add_sheet("T", n + 3, 7)
+        sh.row(0, ["h"] * 7, [st[0]] * 7)
+        sh.rows(3, rows, st)
+
+    assert _sheet_xml(by_columns) == _sheet_xml(by_rows)
+
+
 # ------------------------------------------------------------------------------ stub comparison
 
 def _orow(name, depth, b, bc, t, tc, ratio):

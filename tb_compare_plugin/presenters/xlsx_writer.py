@@ -33,6 +33,7 @@ from ..envflags import switched_off
 from .xlsx_cells import (_CT, _HEAD, _INF, _NS, _NS_R, _PKG_REL, _PLAIN, _REL, WIDTH_PAD, Styles, _attr,
                          _number, cell_ref, col_letter, escape_text)
 from .xlsx_cells import MAX_CELL_CHARS  # noqa: F401  (part of this module's interface)
+from .xlsx_columns import block_xml
 
 
 def _fast_deflate():
@@ -193,7 +194,9 @@ class Sheet:
                     + "<sheetData>")
 
     def _write(self, s: str) -> None:
-        data = s.encode("utf-8")
+        self._put(s.encode("utf-8"))
+
+    def _put(self, data: bytes) -> None:
         if self._held is None:
             self.book._out.put(self.book._out.write, data)
             return
@@ -271,6 +274,12 @@ class Sheet:
         if self._buf:
             self._write("".join(self._buf))
             self._buf.clear()
+        blocks = block_xml(first, rows, styles, self._letters)
+        if blocks is not None:                      # whole columns, as bytes (xlsx_columns)
+            for data in blocks:
+                self._put(data)
+            self._last_row = first + len(rows) - 1
+            return
         lo, step = 0, min(self._FLUSH, 256)
         while lo < len(rows):
             block = rows[lo:lo + step]
