@@ -15,6 +15,8 @@ teardown, from ``wait4``), and the CPU of the processes it forked and reaped in 
 workbook's writer).  ``--ab K=V``: runs alternate between the environment as it is and with K=V
 (interleaved, so the machine's drift hits both alike).  CPU times are what compare on a machine
 other processes share; the wall figures only on a quiet one.
+``TBC_TAIL_PROFILE=F`` / ``TBC_TAIL_CHILD_PROFILE=F``:
+a cProfile of the CLI's main thread in the tail / of the workbook's writer child into F.
 """
 from __future__ import annotations
 
