@@ -143,8 +143,8 @@ class ModuleSide:
     @cached_property
     def slot_details(self) -> np.ndarray:
         """Kernel detail lines of each slot."""
-        lines = self.tree.kernel_lines
-        ev = [lines[i] for i in self.slot_ev.tolist()]
+        texts, codes = self.tree.kernel_line_table     # (each distinct line once: no line per event)
+        ev = [texts[i] for i in (self.slot_ev if codes is None else codes[self.slot_ev]).tolist()]
         return objects("".join(ev[lo:hi]) for lo, hi in zip(self.slot_lo.tolist(), self.slot_hi.tolist()))
 
     @cached_property
