@@ -205,3 +205,21 @@ def test_module_swap_negates_and_credits_once(corpus, run):
             assert side.total_comm_ns[roots].sum() == side.self_comm_ns[lo:hi].sum()
         assert (side.self_comm_ns <= side.self_ns).all() and (side.total_comm_ns <= side.total_ns).all()
         assert sum(len(v) for v in side.op_dev.values()) <= 2 * len(tree.dev)
+
+
+def test_reference_columns_give_the_one_cell_rules():
+    """The whole-column cell rules (``reference_columns``, ModuleCompare's rows) give the objects
+    the one-cell rules give: both zeros, NaN, inf, halves that round either way."""
+    from tb_compare_plugin.presenters import reference_columns as C
+    from tb_compare_plugin.presenters.reference_rows import _none, _ref_ratio
+    vals = [0.0, -0.0, float("nan"), float("inf"), -float("inf"), 2.675, 0.125, 0.135, -1.005, 1e-9, 123456.785,
+            5e300, 3.0, -0.004]
+    t = np.array([v for v in vals for _ in vals])
+    b = np.array([w for _ in vals for w in vals])
+    same = lambda a, e: len(a) == len(e) and all(type(x) is type(y) and repr(x) == repr(y) for x, y in zip(a, e))
+    with np.errstate(invalid="ignore"):
+        d = t - b
+    assert same(C.rounded(d, 2).tolist(), [round(x - y, 2) for x, y in zip(t.tolist(), b.tolist())])
+    assert same(C.ref_ratios(t, b).tolist(), [_ref_ratio(x, y) for x, y in zip(t.tolist(), b.tolist())])
+    texts = ["a", "", None, float("nan"), "a", 0]
+    assert same(C.nonempty(texts).tolist(), [_none(x) for x in texts])

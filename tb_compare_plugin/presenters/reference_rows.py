@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from ..engines.sidebyside import ratio as _ratio_vec, ratio1
+from . import reference_columns as C
 from .xlsx_cells import MAX_CELL_CHARS
 
 # ----------------------------------------------------------------------------- headers
@@ -177,25 +178,33 @@ def operator_compare_statistic_rows(res) -> list[list]:
 
 
 def module_compare_rows(res) -> list[list]:
-    """ModuleCompare (µs) from ``ModuleResult.rows``, with the reference's module text (read
-    column by column)."""
+    """ModuleCompare (µs) from ``ModuleResult.rows``, with the reference's module text: module
+    rows ``TOTAL`` with their total times and call stacks, op rows their op's name, kernels and
+    self time, call stacks only where the op got slower ("N/A" when it has none).  Built a
+    column at a time (``reference_columns``: each rule once per distinct value)."""
     df = res.rows
-    names = ("raw_class", "depth", "raw_path", "kind", "b_self_us", "b_total_us", "t_self_us", "t_total_us",
-             "b_call_stack", "t_call_stack", "b_op_name", "t_op_name", "b_kernel_details", "t_kernel_details")
-    out = []
-    for i, (cls, depth, path, kind, b_self, b_total, t_self, t_total, b_cs, t_cs, b_op, t_op, b_kd, t_kd) \
-            in enumerate(zip(*(df[c].tolist() for c in names)), 1):
-        head = [i, cls, depth, path.replace("nn.Module:", "")]
-        if kind == "module":
-            out.append(head + ["TOTAL", None, b_self, b_total, "TOTAL", None, t_self, t_total,
-                               round(t_total - b_total, 2), round(t_self - b_self, 2),
-                               _ref_ratio(t_total, b_total), _none(b_cs), _none(t_cs)])
-        else:   # op call stacks only where the op got slower, "N/A" when it has none
-            diff = round(t_self - b_self, 2)
-            cs = [(_none(c) or "N/A") if diff > 0 and _none(op) else None for c, op in ((b_cs, b_op), (t_cs, t_op))]
-            out.append(head + [_none(b_op), _none(b_kd), b_self, None, _none(t_op), _none(t_kd), t_self, None, None,
-                               diff, _ref_ratio(t_self, b_self), *cs])
-    return out
+    n = len(df)
+    if not n:
+        return []
+    mod = df["kind"].to_numpy(dtype=object) == "module"
+    b_self, b_total, t_self, t_total = (df[c].to_numpy(np.float64)
+                                        for c in ("b_self_us", "b_total_us", "t_self_us", "t_total_us"))
+    path = df["raw_path"].tolist()
+    short = {p: p.replace("nn.Module:", "") for p in set(path)}
+    b_op, t_op = C.nonempty(df["b_op_name"].tolist()), C.nonempty(df["t_op_name"].tolist())
+    diff_self = C.rounded(t_self - b_self, 2)
+    slower = diff_self.astype(np.float64) > 0
+    cols = [range(1, n + 1), df["raw_class"].tolist(), df["depth"].tolist(), list(map(short.__getitem__, path))]
+    for op, kd, s, tot in ((b_op, "b_kernel_details", b_self, b_total), (t_op, "t_kernel_details", t_self, t_total)):
+        cols += [np.where(mod, "TOTAL", op), np.where(mod, None, C.nonempty(df[kd].tolist())),
+                 C.objects(s.tolist()), np.where(mod, C.objects(tot.tolist()), None)]
+    cols += [np.where(mod, C.rounded(t_total - b_total, 2), None), diff_self,
+             C.ref_ratios(np.where(mod, t_total, t_self), np.where(mod, b_total, b_self))]
+    for op, cs in ((b_op, "b_call_stack"), (t_op, "t_call_stack")):
+        stack = C.nonempty(df[cs].tolist())
+        shown = slower & np.not_equal(op, None)
+        cols.append(np.where(mod, stack, np.where(shown, np.where(np.equal(stack, None), "N/A", stack), None)))
+    return list(map(list, zip(*(c.tolist() if isinstance(c, np.ndarray) else c for c in cols))))
 
 
 def module_compare_statistic_rows(res) -> list[list]:
