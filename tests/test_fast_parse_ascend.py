@@ -131,3 +131,20 @@ def test_late_role_change_decodes_again_with_the_scanner(monkeypatch):
         fast, used = _load(root, True, monkeypatch, chunk=64 << 10)
     assert passes == [False, True] and used["general"] == 0
     assert _same(fast, _load(root, False, monkeypatch, chunk=64 << 10)[0]) == []
+
+
+def test_durations_read_from_their_text(tmp_path, monkeypatch):
+    """Durations the scanner does not read exactly itself (more digits than a double holds, an
+    exponent, a minus) are read from their text by numpy's cast: the doubles msgspec reads."""
+    monkeypatch.setattr(ascend_fast, "FALLBACK_NOTE_BYTES", 0)
+    evs = _events()
+    hard = [0.44999999999999996, 2.1500000000000004, 53.74106250000001, 1.2345678901234567e3, -0.30000000000000004,
+            123456789.12345678, 9007199254740993.5, 4.9e-324]
+    for k, d in enumerate(hard):
+        evs[1 + 2 * k]["dur"] = d
+    text = json.dumps(evs).replace('"dur": 1234.5678901234567', '"dur": 1.2345678901234567e3')
+    tv = tmp_path / "trace_view.json"
+    tv.write_text(text)
+    fast, used = _load(tv, True, monkeypatch, chunk=2000)
+    assert used["general"] == 0 and used["fast"] > 1
+    assert _same(fast, _load(tv, False, monkeypatch, chunk=2000)[0]) == []

@@ -260,12 +260,15 @@ class Scanner:
             if len(hard):                               # durs read here as msgspec reads them
                 spans = self.V[hard, j.F_DUR]
                 starts, lens = spans >> 32, (spans & 0xffffffff) - (spans >> 32)
-                cut = np.zeros(len(lens) + 1, np.int64)
-                np.cumsum(lens, out=cut[1:])
-                # the spans' bytes gathered into one bytes object, then a slice of it each
-                raw = buf[np.arange(cut[-1]) + np.repeat(starts - cut[:-1], lens)].tobytes()
-                cuts = cut.tolist()
-                vals = [float(raw[cuts[k]:cuts[k + 1]]) for k in range(len(lens))]
+                # the spans' bytes as NUL-padded fixed-width byte strings, read by numpy's cast
+                # (correctly rounded, as Python's float() and msgspec read them)
+                w = int(lens.max())
+                cols = np.arange(w)
+                inside = cols < lens[:, None]
+                text = np.zeros((len(lens), w), np.uint8)
+                text[inside] = buf[(starts[:, None] + cols)[inside]]
+                with np.errstate(all="ignore"):         # (1e999: inf, refused below)
+                    vals = text.view(f"S{w}").reshape(-1).astype(np.float64)
                 if not np.isfinite(vals).all():
                     return "a dur out of the double range"
                 self.DV[hard] = vals

@@ -136,16 +136,29 @@ def _group_ids(pid: np.ndarray, tid: np.ndarray) -> np.ndarray:
     return pd.DataFrame({"p": pid, "t": tid}).groupby(["p", "t"], sort=False).ngroup().to_numpy(np.int64)
 
 
-def _flow_pairs(c: dict, what: str, warnings: list) -> pd.DataFrame:
-    """s/f events of one flow category paired by id (first s and first f of each id)."""
-    df = pd.DataFrame({"key": c["key"], "is_f": c["is_f"], "ts": c["ts"], "pid": c["pid"], "tid": c["tid"],
-                       "row": np.arange(c["n"])})
-    df = df[df["key"] >= 0]
-    s = df[~df["is_f"]].drop_duplicates("key")
-    f = df[df["is_f"]].drop_duplicates("key")
-    pairs = s.merge(f, on="key", suffixes=("_s", "_f")).sort_values("row_s", kind="stable")
-    if c["n"] > 2 * len(pairs):
-        warnings.append(f"{TRACE}: {c['n'] - 2 * len(pairs)} '{what}' flow event(s) without a partner "
+def _first_rows(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(distinct codes, the first row holding each)."""
+    return np.unique(codes, return_index=True)
+
+
+def _flow_pairs(c: dict, what: str, warnings: list) -> dict:
+    """s/f events of one flow category paired by id (first s and first f of each id), in the
+    order of their s events: ``n`` and the ends' ts_/pid_/tid_ + s/f columns."""
+    key, is_f = c["key"], c["is_f"]
+    valid = key >= 0
+    srows, frows = np.flatnonzero(valid & ~is_f), np.flatnonzero(valid & is_f)
+    sk, si = _first_rows(key[srows])
+    fk, fi = _first_rows(key[frows])
+    _, a, b = np.intersect1d(sk, fk, assume_unique=True, return_indices=True)
+    s_rows, f_rows = srows[si[a]], frows[fi[b]]
+    order = np.argsort(s_rows, kind="stable")
+    s_rows, f_rows = s_rows[order], f_rows[order]
+    pairs = {"n": len(s_rows)}
+    for end, rows in (("s", s_rows), ("f", f_rows)):
+        for col in ("ts", "pid", "tid"):
+            pairs[f"{col}_{end}"] = c[col][rows]
+    if c["n"] > 2 * pairs["n"]:
+        warnings.append(f"{TRACE}: {c['n'] - 2 * pairs['n']} '{what}' flow event(s) without a partner "
                         "(no other end with the same id) were not used")
     return pairs
 
@@ -274,7 +287,7 @@ def _flow_starts(ops: pd.DataFrame, cpu_cat: int) -> pd.DataFrame:
     return cpu[["pid_s", "tid_s", "ts_s", "orow"]]
 
 
-def _link(pairs: pd.DataFrame, starts: pd.DataFrame, dev_pid, dev_tid, dev_start) -> tuple:
+def _link(pairs: dict, starts: pd.DataFrame, dev_pid, dev_tid, dev_start) -> tuple:
     """async_npu flows -> (launch_op, flow_start_ns) arrays per device row.
 
     A flow end sits on a device row with the same (pid, tid, ts); its start on the innermost
@@ -283,8 +296,9 @@ def _link(pairs: pd.DataFrame, starts: pd.DataFrame, dev_pid, dev_tid, dev_start
     """
     n = len(dev_start)
     launch, fstart = np.full(n, -1, dtype=np.int64), np.full(n, -1, dtype=np.int64)
-    if not n or not len(pairs):
+    if not n or not pairs["n"]:
         return launch, fstart
+    pairs = pd.DataFrame({k: pairs[k] for k in ("pid_s", "tid_s", "ts_s", "pid_f", "tid_f", "ts_f")})
     dev = pd.DataFrame({"pid_f": dev_pid, "tid_f": dev_tid, "ts_f": dev_start, "drow": np.arange(n)})
     dev = dev.drop_duplicates(["pid_f", "tid_f", "ts_f"])
     m = pairs.merge(dev, on=["pid_f", "tid_f", "ts_f"], how="inner").drop_duplicates("drow")
@@ -362,7 +376,7 @@ def load(root: str, framework: str = "PyTorch", progress=None) -> Profile:
                                     f"loaded ({'; '.join(meta.warnings) or 'none is readable'})")
     comm_ops, comm_tasks, op_keys = _comm_tables(tr, sym)
     pairs = _flow_pairs(tr.b["npu_flow"], "async_npu", meta.warnings)
-    starts = _flow_starts(tables["ops"], sym.lookup("cpu_op")) if len(pairs) else None
+    starts = _flow_starts(tables["ops"], sym.lookup("cpu_op")) if pairs["n"] else None
     kl, kf = _link(pairs, starts, kkey[:, 0], kkey[:, 1], kernels["start_ns"].to_numpy())
     kernels["launch_op"], kernels["flow_start_ns"] = kl, kf
     comm_ops["launch_op"] = _link(pairs, starts, *op_keys, comm_ops["start_ns"].to_numpy())[0]
