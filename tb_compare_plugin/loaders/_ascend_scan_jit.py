@@ -449,9 +449,12 @@ def _guess(b, s, n, k, kb, koff):
 
 @inline
 def _word(b, p, e):
-    """The bytes at b + p .. min(p + 8, e) as a little-endian uint64 (zero-padded)."""
+    """The bytes at b + p .. min(p + 8, e) as a little-endian uint64 (zero-padded).  A short tail is
+    the top of the word ending at e, shifted down (e >= 8 in a chunk but for tiny test chunks)."""
     if p + 8 <= e:
         return _ld8(b, p)
+    if e >= 8:
+        return _ld8(b, e - 8) >> np.uint64((8 - (e - p)) << 3)
     x = _ZERO
     q = e - 1
     while q >= p:
@@ -483,8 +486,9 @@ def _hash(b, s, e):
 
 @jit
 def scan(buf, K, V, DV, xok, fok, tt, state, new_s, new_e, tkb_, tkoff_, tklut_, tmode, akb_, akoff_, aklut_, amode):
-    """Walk ``[ev, ev, ...]`` (``buf``) once: (status, events).  Row ``r`` of K / V holds event r's value
-    kinds and values (column F_*), DV[r] its ``dur``; text values are ids into the distinct-span
+    """Walk ``[ev, ev, ...]`` (``buf``) once: (status, events).  K[r, f] and V[f, r] hold event r's
+    value kind and value of column F_* f (V is column-major: an event writes a few of its columns,
+    each column a sequential stream), DV[r] its ``dur``; text values are ids into the distinct-span
     table (``tt``: 4 uint64 per slot, see the module doc; ``state`` = [ids handed out so far, new spans in this call, entries in
     the table]; a full table is replaced by a bigger empty one: a text met again gets a new id).  Integers
     of 2**53 or more are read only in ``id`` (elsewhere the general decoder may keep them as objects)."""
@@ -519,7 +523,7 @@ def scan(buf, K, V, DV, xok, fok, tt, state, new_s, new_e, tkb_, tkoff_, tklut_,
             return TOO_MANY, ev
         for f in range(nf):
             K[ev, f] = K_ABSENT
-        V[ev, F_START] = i
+        V[F_START, ev] = i
         DV[ev] = np.nan
         i = _ws(b, i + 1, n)
         if i >= n:
@@ -616,10 +620,10 @@ def scan(buf, K, V, DV, xok, fok, tt, state, new_s, new_e, tkb_, tkoff_, tklut_,
                         state[0] = r + 1
                         state[1] = k + 1
                     K[ev, f] = K_STR
-                    V[ev, f] = r
+                    V[f, ev] = r
                 elif mode == 6:                         # ph: one letter
                     K[ev, f] = K_STR if j - s == 1 else K_OTHER
-                    V[ev, f] = _ld1(b, s)
+                    V[f, ev] = _ld1(b, s)
                 elif mode == 2:                         # ts: digits "." 3 digits -> exact ns
                     ln = j - s
                     # 4..19 digits, as ascend_columns.ts_ns reads them (19: below the int64 limit)
@@ -640,7 +644,7 @@ def scan(buf, K, V, DV, xok, fok, tt, state, new_s, new_e, tkb_, tkoff_, tklut_,
                                 break
                             v = v * 10 + (d - 48)
                     K[ev, f] = K_STR if ok else K_OTHER
-                    V[ev, f] = v
+                    V[f, ev] = v
                 elif mode != 0:
                     K[ev, f] = K_OTHER
             elif c == 45 or 48 <= c <= 57:              # a number
@@ -653,7 +657,7 @@ def scan(buf, K, V, DV, xok, fok, tt, state, new_s, new_e, tkb_, tkoff_, tklut_,
                 if mode == 1 or mode == 3:
                     if isint and wd <= 19 and v >= 0 and (mode == 3 or v < 9007199254740992):
                         K[ev, f] = K_INT
-                        V[ev, f] = -v if neg else v
+                        V[f, ev] = -v if neg else v
                     else:
                         K[ev, f] = K_OTHER
                 elif mode == 5:                         # dur: the double when exact here, else its span
@@ -665,7 +669,7 @@ def scan(buf, K, V, DV, xok, fok, tt, state, new_s, new_e, tkb_, tkoff_, tklut_,
                         K[ev, f] = K_OTHER
                     else:
                         K[ev, f] = K_HARD
-                        V[ev, f] = (s0 << 32) | j
+                        V[f, ev] = (s0 << 32) | j
                 elif mode != 0:
                     K[ev, f] = K_OTHER
             elif c == 110 and i + 4 <= n and _ld1(b, i + 1) == 117 and _ld1(b, i + 2) == 108 and _ld1(b, i + 3) == 108:
@@ -696,12 +700,12 @@ def scan(buf, K, V, DV, xok, fok, tt, state, new_s, new_e, tkb_, tkoff_, tklut_,
                     closed = True
                     break
                 return BAD, ev
-        V[ev, F_END] = i
+        V[F_END, ev] = i
         # the phase (one letter the schema knows) and, for X and flow events, every value read
         # of a kind the fast path takes (xok / fok: column x kind -> 1)
         if K[ev, F_PH] != K_STR:
             return ODD, ev
-        ph = V[ev, F_PH]
+        ph = V[F_PH, ev]
         if not ((65 <= ph <= 90 and ph != 83) or 97 <= ph <= 122):
             return ODD, ev
         if ph == 88:
@@ -730,13 +734,13 @@ def scan(buf, K, V, DV, xok, fok, tt, state, new_s, new_e, tkb_, tkoff_, tklut_,
 # a numpy call per step over a strided column of the tables
 @jit
 def take_ints(K, V, rows, c, out, miss):
-    """out[i] = V[rows[i], c] where that value is an int (K_INT), else -1 with miss[i] set; the
+    """out[i] = V[c, rows[i]] where that value is an int (K_INT), else -1 with miss[i] set; the
     number of ints."""
     n_int = 0
     for i in range(len(rows)):
         r = rows[i]
         if K[r, c] == K_INT:
-            out[i] = V[r, c]
+            out[i] = V[c, r]
             miss[i] = False
             n_int += 1
         else:
@@ -753,7 +757,7 @@ def take_texts(K, V, rows, c, lut, out):
     for i in range(len(rows)):
         r = rows[i]
         if K[r, c] == K_STR:
-            v = lut[V[r, c]]
+            v = lut[V[c, r]]
             out[i] = v
             if v == -2:
                 todo += 1

@@ -170,7 +170,8 @@ class Scanner:
             cap += cap // 8                 # (the chunks differ by a few bytes: not a new table each)
             self.rows = cap
             self.K = np.zeros((cap, self.nf), np.uint8)
-            self.V = np.zeros((cap, self.nf), np.int64)
+            self.Vc = np.zeros((self.nf, cap), np.int64)    # column-major for the scanner
+            self.V = self.Vc.T
             self.DV = np.zeros(cap, np.float64)
 
     def _new(self, cap: int) -> None:
@@ -194,7 +195,7 @@ class Scanner:
         wbuf = writable_view(buf)           # one compiled form of the scanner (model.jit.writable_view)
         while True:
             tries += 1
-            status, n = j.scan(wbuf, self.K, self.V, self.DV, self.xok, self.fok, self.tt, self.state,
+            status, n = j.scan(wbuf, self.K, self.Vc, self.DV, self.xok, self.fok, self.tt, self.state,
                                self.new_s, self.new_e, *self.keys)
             self._decode_new(buf, int(self.state[1]))
             if tries > 8:
@@ -297,7 +298,7 @@ class Scanner:
     def _ints(self, c: int, rows: np.ndarray):
         """The Field piece ``Field.add(values, "I")`` makes of integer/None values."""
         out, miss = np.empty(len(rows), np.int64), np.empty(len(rows), bool)
-        n_int = self.j.take_ints(self.K, self.V, rows, c, out, miss)
+        n_int = self.j.take_ints(self.K, self.Vc, rows, c, out, miss)
         if n_int == len(rows):
             return ("i", out, None)
         if not n_int:
@@ -314,7 +315,7 @@ class Scanner:
             lut = np.concatenate([lut, np.full(max(len(self.texts), 2 * len(lut)) - len(lut), -2, np.int32)])
             self.luts[id(field)] = (field, lut)
         codes = np.empty(len(rows), np.int32)
-        if self.j.take_texts(self.K, self.V, rows, c, lut, codes):
+        if self.j.take_texts(self.K, self.Vc, rows, c, lut, codes):
             miss = np.flatnonzero(codes == -2)         # texts not looked up yet: only those rows again
             ids = self.V[rows[miss], c]
             voc, texts = field.vocab, self.texts
