@@ -148,3 +148,18 @@ def test_durations_read_from_their_text(tmp_path, monkeypatch):
     fast, used = _load(tv, True, monkeypatch, chunk=2000)
     assert used["general"] == 0 and used["fast"] > 1
     assert _same(fast, _load(tv, False, monkeypatch, chunk=2000)[0]) == []
+
+
+def test_a_text_msgspec_refuses_is_left_to_the_general_decoder(tmp_path, monkeypatch):
+    """A name with an escape msgspec does not read (a lone UTF-16 surrogate) sends its chunk to the
+    general decoder, which reports the malformed JSON as it does without the scanner (the
+    scanner's check of the chunk's texts once failed on a missing attribute)."""
+    evs = _events(20)
+    tv = tmp_path / "trace_view.json"
+    tv.write_text(json.dumps(evs).replace("aten::op3", "\\udc00", 1))
+    errors = []
+    for fast in (True, False):
+        with pytest.raises(ascend_text.LoadError) as e:
+            _load(tv, fast, monkeypatch)
+        errors.append(str(e.value))
+    assert errors[0] == errors[1] and "surrogate" in errors[0]

@@ -237,10 +237,13 @@ def _groups(profile, sel, no_s, no_e, compat: bool, dt: DeviceTimes) -> None:
     tg, tp, ts = _arr(ct, "group", trow), _arr(ct, "plane", trow), _arr(ct, "start_ns", trow)
     te = ts + _arr(ct, "dur_ns", trow)
     counted = _counted_notify_waits(profile, trow)
-    firsts: dict[int, int] = {}
-    for g, s in zip(np.concatenate([og, tg]).tolist(), np.concatenate([os_, ts]).tolist()):
-        if g not in firsts or s < firsts[g]:
-            firsts[g] = s
+    firsts: dict[int, int] = {}                  # group -> its first op or task start
+    g_all, s_all = np.concatenate([og, tg]), np.concatenate([os_, ts])
+    if len(g_all):
+        uniq, inv = np.unique(g_all, return_inverse=True)
+        first = np.full(len(uniq), s_all.max(), s_all.dtype)
+        np.minimum.at(first, inv.reshape(-1), s_all)
+        firsts = dict(zip(uniq.tolist(), first.tolist()))
     order = sorted(firsts, key=lambda g: (firsts[g], g))
     text_compat = compat and not is_db(profile)
     clipped = {}

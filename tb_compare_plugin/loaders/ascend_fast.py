@@ -163,6 +163,12 @@ class Scanner:
         self.field_groups = {f: np.array([g for g, fs in GROUP_FIELDS.items() if f in fs], np.int8)
                              for f in ARG_FIELDS}
         self.field_in = {f: np.isin(np.arange(8), g) for f, g in self.field_groups.items()}  # group code -> kept?
+        patterns: dict = {}               # the fields kept for the same groups: (group code -> kept?, fields)
+        for i, f in enumerate(ARG_FIELDS):
+            keep = self.field_in[f]
+            patterns.setdefault(keep.tobytes(), (keep, []))[1].append((A + i, f, f in TEXT))
+        self.patterns = list(patterns.values())
+        self.txt_cols = tuple(A + i for i, f in enumerate(ARG_FIELDS) if f in TEXT)
 
     # -- scanner buffers ---------------------------------------------------------------------
     def _rows(self, cap: int) -> None:
@@ -338,18 +344,13 @@ class Scanner:
         col.x_group.append(group)
         present = np.zeros(8, bool)
         present[group] = True
-        taken: dict = {}                            # fields of the same storage groups: the same rows
-        for i, f in enumerate(ARG_FIELDS):
-            keep = self.field_in[f]
+        for keep, fields in self.patterns:             # fields of the same storage groups: the same rows
             if not (present & keep).any():
                 continue
-            key = keep.tobytes()
-            rows = taken.get(key)
-            if rows is None:
-                rows = taken[key] = xi[keep[group]]
-            c = j.F_A0 + i
-            field = col.args[f]
-            field.pieces.append(self._texts(field, c, rows) if f in TEXT else self._ints(c, rows))
+            rows = xi[keep[group]]
+            for c, f, text in fields:
+                field = col.args[f]
+                field.pieces.append(self._texts(field, c, rows) if text else self._ints(c, rows))
 
     def _add_flows(self, col, fi: np.ndarray, fkind: np.ndarray) -> None:
         j, fl = self.j, col.fl
