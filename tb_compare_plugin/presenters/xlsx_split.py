@@ -22,6 +22,10 @@ other sheets.  The workbook is the same, cell for cell and style for style, as
   O, before B: the ``operator`` analysis table, which the JSON's operator table and the
   ``Operators`` sheet read), so the operator comparison is made only there (this process is the
   longer of the two on a module pair); "no ops" when it fails there, and this process makes it.
+* module sheets: the child then makes the memory peak, API and kernel comparisons (message E,
+  after O; ``EXTRAS``, for the selected groups), which this process seeds into its comparison
+  after its memory tables (waiting at most ``OPS_WAIT`` for them, else making them itself); one
+  that fails there is left out of E and met here.
 
 Only ``fork`` on Linux, from the CLI's main thread before its tail starts any thread of its own
 (``cli._answer``).  The child restores the default SIGINT / SIGTERM, dies with its parent
@@ -54,6 +58,9 @@ REST = ("memory", "api", "kernel", "steps")    # this process, after them
 _FIRST = (S.OVERALL.name, S.COMMUNICATION.name)     # the sheets written before the child's
 ENV = "TB_COMPARE_XLSX_SPLIT"                  # "0": never split
 OPS_WAIT = 0.05                                # s the JSON waits for the child's operator statistics
+# results the child makes for this process on a module pair (message E), by sheet group: engines
+# this process's later sheets read that need nothing the child lacks (the child is the shorter)
+EXTRAS = (("memory_peak", "memory"), ("api", "api"), ("kernels", "kernel"))
 
 
 class WriterFailed(Exception):
@@ -132,6 +139,11 @@ class SplitWorkbook:
         # M; this process needs them for the memory sheets): the parent is the longer of the two
         # processes on a module pair
         self._ops = bool(operator_table) and not self._pairs
+        # module sheets: the child also makes the memory peak, API and kernel comparisons this
+        # process's later sheets read (message E, after O), while this process makes the JSON
+        # and the memory tables
+        self._extras = () if self._pairs else tuple(n for n, g in EXTRAS if self.sheets is None or g in self.sheets)
+        self._extras_due = bool(self._extras)
         mark("xlsx: forking")
         self.pid = self._a = self._b = None
         a_r, a_w = os.pipe()
@@ -152,7 +164,7 @@ class SplitWorkbook:
             if pid == 0:                                        # the child: never returns
                 os.close(a_w)
                 os.close(b_r)
-                _child(cmp, self.sheets, self._part, a_r, b_w, parent, was, self._pairs, self._ops)
+                _child(cmp, self.sheets, self._part, a_r, b_w, parent, was, self._pairs, self._ops, self._extras)
             self.pid, self._a, self._b = pid, a_w, b_r
             _LIVE.add(self)
         finally:
@@ -222,7 +234,10 @@ class SplitWorkbook:
             self.prefix()
         cmp, book, sb = self.cmp, self.book, self._sb
         notes_rest: list = []
-        planned = plan_sheets(cmp, self.sheets, notes_rest, REST)
+        planned = plan_sheets(cmp, self.sheets, notes_rest, ("memory:tables",))
+        failed = bool(notes_rest)               # (the memory group fails whole, as plan_sheets' "memory")
+        self._take_extras()
+        planned += plan_sheets(cmp, self.sheets, notes_rest, REST[1:] if failed else ("memory:extras", *REST[1:]))
         msg = self._answer()
         _, names, styles, cache, notes_child, planned_child, rows_child = msg
         any_child = rows_child > 0
@@ -279,6 +294,35 @@ class SplitWorkbook:
             self._early.append(msg)             # its failure: raised where the sheets are written
         return compute()
 
+    def _take_extras(self, wait: float = OPS_WAIT) -> None:
+        """Message E (the child's ``EXTRAS`` results) seeded into the comparison, when it is in
+        within ``wait`` s; else this process makes them as it goes (E is then read before B)."""
+        if not self._extras_due or self._b is None or self._early:
+            return
+        import select
+        if self._ops:                           # message O, late: it comes first
+            if not select.select([self._b], [], [], wait)[0]:
+                mark("xlsx: extras made here")
+                return
+            self._ops = False
+            got = _recv(self._b)
+            if got is None or got[0] not in ("ops", "no ops"):
+                self._early.append(got)
+                return
+        if not select.select([self._b], [], [], wait)[0]:
+            mark("xlsx: extras made here")
+            return
+        self._extras_due = False
+        self._seed_extras(_recv(self._b))
+
+    def _seed_extras(self, msg) -> None:
+        if msg is not None and msg[0] == "extras":
+            for name, value in msg[1].items():
+                self.cmp._memo(name, lambda v=value: v)
+            mark("xlsx: extras in")
+        else:
+            self._early.append(msg)             # its failure: raised where the sheets are written
+
     def _answer(self) -> tuple:
         """The child's next message; its failure raised (a ValueError as a ValueError)."""
         if self._ops:                           # message O not read: it comes first
@@ -286,6 +330,10 @@ class SplitWorkbook:
             got = _recv(self._b)
             if got is None or got[0] not in ("ops", "no ops"):
                 self._early.append(got)
+        if self._extras_due:                    # message E not read: next
+            self._extras_due = False
+            if not self._early:
+                self._seed_extras(_recv(self._b))
         msg = self._early.pop(0) if self._early else _recv(self._b)
         if msg is None or msg[0] == "error":
             self._reap()
@@ -438,11 +486,26 @@ def _operator_table(cmp, a_r: int, b_w: int) -> None:
     mark("xlsx child: operator table sent")
 
 
+def _extras_out(cmp, names: tuple, b_w: int) -> None:
+    """In the child: message E, the comparison results ``names`` (``EXTRAS``) it could make
+    (one that fails here is left out: the parent makes it and meets the failure itself)."""
+    got = {}
+    for name in names:
+        try:
+            value = getattr(cmp, name)()
+            pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+            got[name] = value
+        except Exception:  # noqa: BLE001 - made again (and reported) by the parent
+            pass
+    _send(b_w, ("extras", got))
+    mark("xlsx child: extras sent")
+
+
 def _child(cmp, sheets, part, a_r: int, b_w: int, parent: int, mask, pairs: bool = False,
-           ops: bool = False) -> None:
+           ops: bool = False, extras: tuple = ()) -> None:
     """The forked process: the operator group's sheets into ``part``, between messages A and B
     (``pairs``: message M first, :func:`_take_pairs`; ``ops``: message M, then the JSON's
-    operator table back, :func:`_operator_table`)."""
+    operator table back, :func:`_operator_table`; ``extras``: message E, :func:`_extras_out`)."""
     code = 1
     try:
         for sig in (signal.SIGINT, signal.SIGTERM):
@@ -455,6 +518,8 @@ def _child(cmp, sheets, part, a_r: int, b_w: int, parent: int, mask, pairs: bool
                 mark("xlsx child: pairs in")
             elif ops:
                 _operator_table(cmp, a_r, b_w)
+            if extras:
+                _extras_out(cmp, extras, b_w)
             notes: list = []
             planned = plan_sheets(cmp, sheets, notes, CHILD)
             mark("xlsx child: rows built")
