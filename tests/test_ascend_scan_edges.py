@@ -138,3 +138,42 @@ def test_ts_texts(pad):
             assert s.K[0, j.F_TS] == j.K_STR and s.V[0, j.F_TS] == int(whole + frac), t
         else:
             assert s.K[0, j.F_TS] == j.K_OTHER, t
+
+
+def test_key_predictions_any_order():
+    """Keys of 1..17 bytes, known and unknown (some a known key's prefix or extension), in shuffled
+    orders: the next-key prediction (one or two word compares) never takes a wrong key."""
+    import random
+    j = ascend_fast._jit
+    from tb_compare_plugin.loaders.ascend_events import Args
+    names = {f: ascend_fast.ARG_FIELDS.index(f) for f in ("task_id", "stream_id", "phys_stream_id",
+                                                         "connection_id", "seq", "py_parent", "src_rank")}
+    enc = {f.name: f.encode_name for f in msgspec.structs.fields(Args)}
+    args_keys = [enc[f] for f in names] + ["Task Idx", "Task I", "Stream Id ", "connection_i", "Python parent idx",
+                                           "x", "Physic Stream Ie"]
+    top_keys = ["pid", "tid", "pidx", "pi", "zz", "dur"]
+    rng = random.Random(7)
+    evs = []
+    for e in range(400):
+        a = {k: rng.randrange(1000) for k in rng.sample(args_keys, rng.randrange(len(args_keys) + 1))}
+        ev = {k: rng.randrange(1000) for k in rng.sample(top_keys, rng.randrange(len(top_keys) + 1))}
+        ev["ph"] = "C"
+        ev["args"] = a
+        items = list(ev.items())
+        rng.shuffle(items)
+        evs.append(dict(items))
+    raw = json.dumps(evs).encode()
+    st, n, s = _scan(raw)
+    assert st == j.OK and n == len(evs)
+    for r, ev in enumerate(evs):
+        for key, col in (("pid", j.F_PID), ("tid", j.F_TID)):
+            if key in ev:
+                assert s.K[r, col] == j.K_INT and s.V[r, col] == ev[key]
+            else:
+                assert s.K[r, col] == j.K_ABSENT
+        for f, i in names.items():
+            col = j.F_A0 + i
+            if enc[f] in ev["args"]:
+                assert s.K[r, col] == j.K_INT and s.V[r, col] == ev["args"][enc[f]], (r, f)
+            else:
+                assert s.K[r, col] == j.K_ABSENT, (r, f)

@@ -96,6 +96,29 @@ def _ldq(typingctx, addr, idx):
     return sig, codegen
 
 
+@intrinsic
+def _ldw(typingctx, addr, idx):
+    """The uint64 at address ``addr + idx`` (8-aligned table entries)."""
+    sig = types.uint64(addr, idx)
+
+    def codegen(context, builder, signature, args):
+        a, i = args
+        return builder.load(builder.inttoptr(builder.add(a, i), ir.IntType(64).as_pointer()))
+    return sig, codegen
+
+
+@intrinsic
+def _stw(typingctx, addr, idx, val):
+    """Store the uint64 ``val`` at address ``addr + idx`` (8-aligned table entries)."""
+    sig = types.void(addr, idx, val)
+
+    def codegen(context, builder, signature, args):
+        a, i, v = args
+        builder.store(v, builder.inttoptr(builder.add(a, i), ir.IntType(64).as_pointer()))
+        return context.get_dummy_value()
+    return sig, codegen
+
+
 @inline
 def _ws(b, i, n):
     while i < n and (_ld1(b, i) == 32 or _ld1(b, i) == 10 or _ld1(b, i) == 13 or _ld1(b, i) == 9):
@@ -447,6 +470,50 @@ def _guess(b, s, n, k, kb, koff):
     return k
 
 
+# The next-key predictions: a row of 5 uint64 per previous key (PRED_ROW bytes): the key that came
+# next last time (all ones: none), its length, the word of its first bytes followed by the closing
+# quote (keys under 8 bytes), that word's mask, and (keys of 8..15 bytes) the word ending at the quote.
+PRED_ROW = 40
+_ALL = np.uint64(0xFFFFFFFFFFFFFFFF)
+_QUOTE = np.uint64(34)
+
+
+@inline
+def _predicted(b, s, n, pa, prev, kb, koff):
+    """The key predicted after key ``prev`` (prediction table at address ``pa``) when the bytes at
+    b + s are it followed by a quote (one or two word compares), else -1."""
+    r = PRED_ROW * prev
+    k = _ldq(pa, r)
+    if k < 0:
+        return -1
+    ln = _ldq(pa, r + 8)
+    if ln < 16 and s + ln + 1 <= n and s + 8 <= n:
+        if _ld8(b, s) & _ldw(pa, r + 24) != _ldw(pa, r + 16):
+            return -1
+        if ln >= 8 and _ld8(b, s + ln - 7) != _ldw(pa, r + 32):
+            return -1
+        return k
+    return _guess(b, s, n, k, kb, koff)
+
+
+@inline
+def _learn(pa, prev, k, kb, koff):
+    """Key ``k`` came after key ``prev``: predict it next time (its words from the key table)."""
+    o = _ldq(koff, 8 * k)
+    ln = _ldq(koff, 8 * k + 8) - o
+    r = PRED_ROW * prev
+    _stw(pa, r, np.uint64(k))
+    _stw(pa, r + 8, np.uint64(ln))
+    if ln < 8:
+        _stw(pa, r + 16, (_ld8(kb, o) & _low(ln)) | (_QUOTE << np.uint64(ln << 3)))
+        _stw(pa, r + 24, _low(ln + 1) if ln < 7 else _ALL)
+        _stw(pa, r + 32, _ZERO)
+    else:
+        _stw(pa, r + 16, _ld8(kb, o))
+        _stw(pa, r + 24, _ALL)
+        _stw(pa, r + 32, (_ld8(kb, o + ln - 7) & _low(7)) | (_QUOTE << np.uint64(56)))
+
+
 @inline
 def _word(b, p, e):
     """The bytes at b + p .. min(p + 8, e) as a little-endian uint64 (zero-padded).  A short tail is
@@ -501,8 +568,9 @@ def scan(buf, K, V, DV, xok, fok, tt, state, new_s, new_e, tkb_, tkoff_, tklut_,
     nf = K.shape[1]
     stack = np.zeros(MAX_DEPTH + 1, np.uint8)
     nt, na = len(tmode), len(amode)                     # key tables' sizes = the "no previous key" state
-    tpred = np.full(nt + 1, -1, np.int64)               # key index -> the key that came next last time
-    apred = np.full(na + 1, -1, np.int64)
+    tpred_ = np.full((nt + 1, PRED_ROW // 8), _ALL, np.uint64)   # key index -> the key that came next
+    apred_ = np.full((na + 1, PRED_ROW // 8), _ALL, np.uint64)   # last time (see PRED_ROW)
+    tpred, apred = tpred_.ctypes.data, apred_.ctypes.data
     tprev = nt
     aprev = na
     state[1] = 0
@@ -540,30 +608,30 @@ def scan(buf, K, V, DV, xok, fok, tt, state, new_s, new_e, tkb_, tkoff_, tklut_,
             # the key that followed the previous one last time, checked in place (its bytes, then
             # the closing quote: plain bytes, so _str_end would end there too); else read and looked up
             if inargs:
-                k = _guess(b, s, n, apred[aprev], akb, akoff)
+                k = _predicted(b, s, n, apred, aprev, akb, akoff)
                 if k < 0:
                     j = _str_end(b, s, n, False)
                     if j < 0:
                         return (BAD if j == -1 else ODD), ev
                     k = _key(b, s, j, akb, akoff, aklut)
                     if k >= 0:
-                        apred[aprev] = k
+                        _learn(apred, aprev, k, akb, akoff)
                 else:
-                    j = s + _ldq(akoff, 8 * k + 8) - _ldq(akoff, 8 * k)
+                    j = s + _ldq(apred, PRED_ROW * aprev + 8)
                 aprev = k if k >= 0 else na
                 mode = amode[k] if k >= 0 else 0
                 f = F_A0 + k
             else:
-                k = _guess(b, s, n, tpred[tprev], tkb, tkoff)
+                k = _predicted(b, s, n, tpred, tprev, tkb, tkoff)
                 if k < 0:
                     j = _str_end(b, s, n, False)
                     if j < 0:
                         return (BAD if j == -1 else ODD), ev
                     k = _key(b, s, j, tkb, tkoff, tklut)
                     if k >= 0:
-                        tpred[tprev] = k
+                        _learn(tpred, tprev, k, tkb, tkoff)
                 else:
-                    j = s + _ldq(tkoff, 8 * k + 8) - _ldq(tkoff, 8 * k)
+                    j = s + _ldq(tpred, PRED_ROW * tprev + 8)
                 tprev = k if k >= 0 else nt
                 mode = tmode[k] if k >= 0 else 0
                 f = k
