@@ -17,11 +17,12 @@ other sheets.  The workbook is the same, cell for cell and style for style, as
 * operator sheets: the child is forked before the operator comparison is made; this process
   sends it the aligned op pairs (message M, right after the fork) and each process makes the
   rest of that comparison, the child cutting the top layer's kernel-detail cells meanwhile;
-* module sheets with the JSON asked for: this process sends the op pairs too (message M; it
-  needs them for the memory sheets) and the child sends back the operator statistics (message
-  O, before B: the ``operator`` analysis table, which the JSON's operator table and the
-  ``Operators`` sheet read), so the operator comparison is made only there (this process is the
-  longer of the two on a module pair); "no ops" when it fails there, and this process makes it.
+* module sheets with the JSON asked for: the child matches the op pairs and sends them here
+  (message P: this process needs them only for its memory tables; "none" when the matching fails
+  there, and this process matches them itself), then the operator statistics (message O: the
+  ``operator`` analysis table, which the JSON's operator table and the ``Operators`` sheet
+  read), so the operator comparison is made only there (this process is the longer of the two on
+  a module pair); "no ops" when it fails there, and this process makes it.
 * module sheets: the child then makes the memory peak, API and kernel comparisons (message E,
   after O; ``EXTRAS``, for the selected groups), which this process seeds into its comparison
   after its memory tables (waiting at most ``OPS_WAIT`` for them, else making them itself); one
@@ -143,15 +144,18 @@ class SplitWorkbook:
         # process's later sheets read (message E, after O), while this process makes the JSON
         # and the memory tables
         self._extras = () if self._pairs else tuple(n for n, g in EXTRAS if self.sheets is None or g in self.sheets)
-        self._extras_due = bool(self._extras)
+        # the child's messages before B, in the order it sends them: on a module pair with the
+        # JSON the child matches the op pairs itself and sends them here (message P: this process
+        # needs them only for its memory tables), then O; then E
+        self._due = (["pairs", "ops"] if self._ops else []) + (["extras"] if self._extras else [])
         mark("xlsx: forking")
         self.pid = self._a = self._b = None
         a_r, a_w = os.pipe()
         b_r, b_w = os.pipe()
-        if self._pairs or self._ops:    # message M (~150 KB on the 1 GB pair) sent without waiting for the child
+        if self._pairs or self._ops:    # message M / P (~150 KB on the 1 GB pair) sent without waiting for the reader
             try:
                 import fcntl
-                fcntl.fcntl(a_w, fcntl.F_SETPIPE_SZ, 1 << 20)
+                fcntl.fcntl(a_w if self._pairs else b_w, fcntl.F_SETPIPE_SZ, 1 << 20)
             except (ImportError, AttributeError, OSError):
                 pass
         parent = os.getpid()
@@ -172,7 +176,7 @@ class SplitWorkbook:
         try:
             os.close(a_r)
             os.close(b_w)
-            if self._pairs or self._ops:
+            if self._pairs:
                 self._send_pairs()
         except BaseException:
             self.abort()
@@ -234,9 +238,11 @@ class SplitWorkbook:
             self.prefix()
         cmp, book, sb = self.cmp, self.book, self._sb
         notes_rest: list = []
+        self._take("pairs", OPS_WAIT)           # (not in: the memory engine matches them here)
         planned = plan_sheets(cmp, self.sheets, notes_rest, ("memory:tables",))
         failed = bool(notes_rest)               # (the memory group fails whole, as plan_sheets' "memory")
-        self._take_extras()
+        if "extras" in self._due:
+            mark("xlsx: extras in" if self._take("extras", OPS_WAIT) else "xlsx: extras made here")
         planned += plan_sheets(cmp, self.sheets, notes_rest, REST[1:] if failed else ("memory:extras", *REST[1:]))
         msg = self._answer()
         _, names, styles, cache, notes_child, planned_child, rows_child = msg
@@ -279,61 +285,48 @@ class SplitWorkbook:
         any failure itself).  Message O not in within ``wait`` s (``OPS_WAIT``; a busy machine:
         the child is waiting for a core): this process makes them too rather than wait (message O
         is then read and dropped before message B)."""
-        if not self._ops:
+        if "ops" not in self._due:
             return compute()
-        import select
-        if self._b is None or not select.select([self._b], [], [], OPS_WAIT if wait is None else wait)[0]:
-            mark("xlsx: operator table made here")
-            return compute()
-        self._ops = False
-        msg = _recv(self._b)
-        if msg is not None and msg[0] == "ops":
-            self.cmp._memo("analysis:operator", lambda: msg[1])
+        if self._take("ops", OPS_WAIT if wait is None else wait):
             mark("xlsx: operator table in")
-        elif msg is None or msg[0] != "no ops":
-            self._early.append(msg)             # its failure: raised where the sheets are written
+        else:
+            mark("xlsx: operator table made here")
         return compute()
 
-    def _take_extras(self, wait: float = OPS_WAIT) -> None:
-        """Message E (the child's ``EXTRAS`` results) seeded into the comparison, when it is in
-        within ``wait`` s; else this process makes them as it goes (E is then read before B)."""
-        if not self._extras_due or self._b is None or self._early:
-            return
+    def _take(self, upto: str, wait: float | None) -> bool:
+        """Read the child's messages before B (``_due``) in order up to ``upto`` (each seeded into
+        the comparison, or noted when it says the child could not make it); False when one is
+        not in within ``wait`` s (None: wait for it) or the child failed (its failure is raised
+        where the sheets are written)."""
         import select
-        if self._ops:                           # message O, late: it comes first
-            if not select.select([self._b], [], [], wait)[0]:
-                mark("xlsx: extras made here")
-                return
-            self._ops = False
-            got = _recv(self._b)
-            if got is None or got[0] not in ("ops", "no ops"):
-                self._early.append(got)
-                return
-        if not select.select([self._b], [], [], wait)[0]:
-            mark("xlsx: extras made here")
-            return
-        self._extras_due = False
-        self._seed_extras(_recv(self._b))
-
-    def _seed_extras(self, msg) -> None:
-        if msg is not None and msg[0] == "extras":
-            for name, value in msg[1].items():
-                self.cmp._memo(name, lambda v=value: v)
-            mark("xlsx: extras in")
-        else:
-            self._early.append(msg)             # its failure: raised where the sheets are written
+        while upto in self._due:
+            if self._early or self._b is None:   # a failure is queued: nothing comes before it
+                self._due.clear()
+                return False
+            if wait is not None and not select.select([self._b], [], [], wait)[0]:
+                return False
+            kind, msg = self._due.pop(0), _recv(self._b)
+            if msg is None or msg[0] == "error":
+                self._early.append(msg)
+                self._due.clear()
+                return False
+            if msg[0] == "pairs":
+                from ..engines.operator import Matched
+                trees = self.cmp.trees()
+                self.cmp._memo("matched", lambda: Matched(trees[0], trees[1], *msg[1:]))
+            elif msg[0] == "ops":
+                self.cmp._memo("analysis:operator", lambda: msg[1])
+            elif msg[0] == "extras":
+                for name, value in msg[1].items():
+                    self.cmp._memo(name, lambda v=value: v)
+            elif kind == upto:                  # "none" / "no ops": this process makes it
+                return False
+        return True
 
     def _answer(self) -> tuple:
         """The child's next message; its failure raised (a ValueError as a ValueError)."""
-        if self._ops:                           # message O not read: it comes first
-            self._ops = False
-            got = _recv(self._b)
-            if got is None or got[0] not in ("ops", "no ops"):
-                self._early.append(got)
-        if self._extras_due:                    # message E not read: next
-            self._extras_due = False
-            if not self._early:
-                self._seed_extras(_recv(self._b))
+        if self._due:                           # messages P, O, E not read: they come first
+            self._take(self._due[-1], None)
         msg = self._early.pop(0) if self._early else _recv(self._b)
         if msg is None or msg[0] == "error":
             self._reap()
@@ -467,17 +460,21 @@ def _pairs_in(cmp, a_r: int, trees) -> bool:
     return True
 
 
-def _operator_table(cmp, a_r: int, b_w: int) -> None:
-    """In the child (module sheets): message M's op pairs as the comparison's ``matched``, then
-    message O, the ``operator`` analysis table (the per-name operator statistics the JSON's
-    operator table and the ``Operators`` sheet read; "no ops" when the pairs failed there or the
-    statistics fail here: the parent then makes them itself and meets the failure)."""
+def _operator_table(cmp, b_w: int) -> None:
+    """In the child (module sheets): the op pairs matched here and sent to the parent (message P,
+    "none" when the matching fails: the parent then meets the failure itself), then message O,
+    the ``operator`` analysis table (the per-name operator statistics the JSON's operator table
+    and the ``Operators`` sheet read; "no ops" when the pairs or the statistics fail here: the
+    parent then makes them itself and meets the failure)."""
     try:
-        trees = cmp.trees()
-    except Exception:  # noqa: BLE001 - the parent computes it again and reports it
-        trees = None
+        m = cmp.matched()
+        _send(b_w, ("pairs", m.b_nodes, m.t_nodes, m.segment, m.bwd))
+    except Exception:  # noqa: BLE001 - the parent matches them again and reports it
+        m = None
+        _send(b_w, ("none",))
+    mark("xlsx child: pairs sent")
     table = None
-    if _pairs_in(cmp, a_r, trees):
+    if m is not None:
         try:
             table = ("ops", cmp.analysis("operator"))
         except Exception:  # noqa: BLE001 - the parent computes it again and reports it
@@ -517,7 +514,7 @@ def _child(cmp, sheets, part, a_r: int, b_w: int, parent: int, mask, pairs: bool
                 _take_pairs(cmp, a_r)
                 mark("xlsx child: pairs in")
             elif ops:
-                _operator_table(cmp, a_r, b_w)
+                _operator_table(cmp, b_w)
             if extras:
                 _extras_out(cmp, extras, b_w)
             notes: list = []
