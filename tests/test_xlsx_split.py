@@ -142,12 +142,13 @@ def test_value_error_in_the_child_is_the_one_process_message(tmp_path, monkeypat
 
 
 @needs_samples
-@pytest.mark.parametrize("child", ["makes", "fails", "late"])
+@pytest.mark.parametrize("child", ["makes", "fails", "late", "no pairs", "no extras"])
 def test_the_child_makes_the_operator_statistics(tmp_path, tmp_path_factory, monkeypatch, count_splits, child):
-    """Module sheets with --json: the operator statistics (the JSON's operator table, the Operators
-    sheet) come from the forked process, so this one never makes the operator comparison; when
-    the child cannot make them, or they are not in when the JSON wants them, this process makes
-    them, with the same answers."""
+    """Module sheets with --json: the op pairs and the operator statistics (the JSON's operator
+    table, the Operators sheet) come from the forked process, so this one never makes the
+    operator comparison, nor the memory peak it makes too (message E); when the child cannot
+    make them (its matching or its peak fails), or they are not in when the JSON wants them,
+    this process makes them, with the same answers."""
     from tb_compare_plugin.engines import operator
     r1 = _reference(tmp_path_factory, "target_npu", "target_npu_v2")
     assert r1.returncode == 0, r1.stderr
@@ -166,10 +167,27 @@ def test_the_child_makes_the_operator_statistics(tmp_path, tmp_path_factory, mon
             time.sleep(1.0)
         return real(*a, **k)
     monkeypatch.setattr(operator, "compare_operators", compare)
+    from tb_compare_plugin.engines import memory_peak
+    real_match, real_peak, peaks = operator.match_ops, memory_peak.peak_attribution, []
+
+    def match(*a, **k):
+        if os.getpid() != parent and child == "no pairs":
+            raise RuntimeError("no pairs here")
+        return real_match(*a, **k)
+
+    def peak(*a, **k):
+        if os.getpid() == parent:
+            peaks.append(1)
+        elif child == "no extras":
+            raise RuntimeError("no peak here")
+        return real_peak(*a, **k)
+    monkeypatch.setattr(operator, "match_ops", match)
+    monkeypatch.setattr(memory_peak, "peak_attribution", peak)
     r2, two = _run(tmp_path, "target_npu", "target_npu_v2", "1", "two")
     assert r2.returncode == 0, r2.stderr
     assert len(count_splits) == 1
-    assert len(calls) == (0 if child == "makes" else 1)     # (made here once when not from the child)
+    assert len(calls) == (0 if child in ("makes", "no extras") else 1)   # (made here once when not from the child)
+    assert len(peaks) == (1 if child == "no extras" else 0) or child == "late"
     assert r2.stderr == r1.stderr
     assert (two / "o.json").read_bytes() == r1.json
     names2, parts2 = _members(two / "o.xlsx")
