@@ -278,13 +278,21 @@ def _comm_tables(tr: Trace, sym: SymbolTable) -> tuple[pd.DataFrame, pd.DataFram
 
 def _flow_starts(ops: pd.DataFrame, cpu_cat: int) -> pd.DataFrame:
     """Where an async_npu flow may start: the innermost cpu_op (row ``orow``) of each
-    (pid_s, tid_s, ts_s) = (pid, tid, start_ns)."""
-    rows = np.flatnonzero(ops["cat"].to_numpy() == cpu_cat)     # only the 4 columns used, not the table
-    cpu = pd.DataFrame({"pid_s": ops["pid"].to_numpy()[rows], "tid_s": ops["tid"].to_numpy()[rows],
-                        "ts_s": ops["start_ns"].to_numpy()[rows], "depth": ops["depth"].to_numpy()[rows],
-                        "orow": rows})
-    cpu = cpu.sort_values("depth", ascending=False, kind="stable").drop_duplicates(["pid_s", "tid_s", "ts_s"])
-    return cpu[["pid_s", "tid_s", "ts_s", "orow"]]
+    (pid_s, tid_s, ts_s) = (pid, tid, start_ns).
+
+    The cpu_ops of one thread starting at one time are nested in a chain (:func:`_nest_rows`:
+    of two with one start the longer is the parent, or either when both end together), so the
+    innermost is the one with no child of its own start: no sort by depth needed."""
+    cat = ops["cat"].to_numpy()
+    rows = np.flatnonzero(cat == cpu_cat)     # only the 4 columns used, not the table
+    start, parent = ops["start_ns"].to_numpy(), ops["parent"].to_numpy()
+    par = parent[rows]
+    par = par[par >= 0]
+    outer = np.zeros(len(cat), bool)
+    outer[par[start[par] == start[rows[parent[rows] >= 0]]]] = True    # a parent of its own start
+    rows = rows[~outer[rows]]
+    return pd.DataFrame({"pid_s": ops["pid"].to_numpy()[rows], "tid_s": ops["tid"].to_numpy()[rows],
+                         "ts_s": start[rows], "orow": rows})
 
 
 def _link(pairs: dict, starts: pd.DataFrame, dev_pid, dev_tid, dev_start) -> tuple:
