@@ -87,6 +87,40 @@ _OB6 = _U(0x2020202020200A7B)                           # '{\n      ' (then '"')
 _UPOW10 = np.array([10 ** k for k in range(20)], np.uint64)
 
 
+@intrinsic
+def _ldq(typingctx, addr, idx):
+    """The int64 at address ``addr + idx`` (8-aligned table entries)."""
+    sig = types.int64(addr, idx)
+
+    def codegen(context, builder, signature, args):
+        a, i = args
+        return builder.load(builder.inttoptr(builder.add(a, i), ir.IntType(64).as_pointer()))
+    return sig, codegen
+
+
+@intrinsic
+def _ldw(typingctx, addr, idx):
+    """The uint64 at address ``addr + idx`` (8-aligned table entries)."""
+    sig = types.uint64(addr, idx)
+
+    def codegen(context, builder, signature, args):
+        a, i = args
+        return builder.load(builder.inttoptr(builder.add(a, i), ir.IntType(64).as_pointer()))
+    return sig, codegen
+
+
+@intrinsic
+def _stw(typingctx, addr, idx, val):
+    """Store the uint64 ``val`` at address ``addr + idx`` (8-aligned table entries)."""
+    sig = types.void(addr, idx, val)
+
+    def codegen(context, builder, signature, args):
+        a, i, v = args
+        builder.store(v, builder.inttoptr(builder.add(a, i), ir.IntType(64).as_pointer()))
+        return context.get_dummy_value()
+    return sig, codegen
+
+
 @inline
 def _low(k):
     """A mask of the low k bytes (0 <= k <= 7)."""
@@ -449,6 +483,56 @@ def _key_is(p, s, L, n, kw, k):
     return True
 
 
+# The next-key predictions: a row of 5 uint64 per previous key (PRED_ROW bytes; the last row: no
+# previous key): the key that came next last time (all ones: none), its length, the word of its
+# first bytes followed by the closing quote (keys under 8 bytes), that word's mask, and (keys of
+# 8..15 bytes) the word ending at the quote.
+PRED_ROW = 40
+_ALL = _U(0xFFFFFFFFFFFFFFFF)
+_QUOTE = _U(34)
+
+
+@inline
+def _predicted(p, s, n, pa, prev, kw):
+    """The key predicted after key ``prev`` (prediction table at address ``pa``) when the bytes at
+    s are it followed by a quote (one or two word compares), else -1.  (Plain bytes then a quote:
+    :func:`_strend` would have stopped at the same quote.)"""
+    r = PRED_ROW * prev
+    k = _ldq(pa, r)
+    if k < 0:
+        return -1
+    L = _ldq(pa, r + 8)
+    if s + L + 1 > n:
+        return -1
+    if L < 16 and s + 8 <= n:
+        if _ld8(p, s) & _ldw(pa, r + 24) != _ldw(pa, r + 16):
+            return -1
+        if L >= 8 and _ld8(p, s + L - 7) != _ldw(pa, r + 32):
+            return -1
+        return k
+    if _ld1(p, s + L) != 34 or not _key_is(p, s, L, n, kw, k):
+        return -1
+    return k
+
+
+@inline
+def _learn(pa, prev, k, L, kw):
+    """Key ``k`` (L bytes) came after key ``prev``: predict it next time (its words from the key
+    table's words at address ``kw``)."""
+    r = PRED_ROW * prev
+    _stw(pa, r, _U(k))
+    _stw(pa, r + 8, _U(L))
+    base = k << 5
+    if L < 8:
+        _stw(pa, r + 16, _ld8(kw, base) | (_QUOTE << _U(L << 3)))
+        _stw(pa, r + 24, _low(L + 1) if L < 7 else _ALL)
+        _stw(pa, r + 32, _U0)
+    else:
+        _stw(pa, r + 16, _ld8(kw, base))
+        _stw(pa, r + 24, _ALL)
+        _stw(pa, r + 32, (_ld8(kw, base + L - 7) & _low(7)) | (_QUOTE << _U(56)) if L < 32 else _U0)
+
+
 @jit
 def scan(b, pos, lim, kn, iv, fv, ks, ss, se, sh, sg, klen, kword, kslot, klut, aklen, akword, akslot, aklut):
     """Walk ``[ev, ev, ...]`` once, filling row ``ev`` of the (event, field) tables: (status, events).
@@ -469,6 +553,11 @@ def scan(b, pos, lim, kn, iv, fv, ks, ss, se, sh, sg, klen, kword, kslot, klut, 
     cap = kn.shape[0]
     nkn = kn.shape[1]
     nks = ks.shape[1]
+    nt, na = len(klen), len(aklen)                      # key tables' sizes = the "no previous key" rows
+    tpred_ = np.full((nt + 1, PRED_ROW // 8), _ALL, np.uint64)
+    apred_ = np.full((na + 1, PRED_ROW // 8), _ALL, np.uint64)
+    tpred, apred = tpred_.ctypes.data, apred_.ctypes.data
+    tprev, aprev = nt, na
     i = pos[0]
     if i == 0:
         i = _ws(p, 0, n)
@@ -497,6 +586,7 @@ def scan(b, pos, lim, kn, iv, fv, ks, ss, se, sh, sg, klen, kword, kslot, klut, 
             if i >= n:
                 return BAD_JSON, ev
         inargs = False
+        tprev = nt
         nxt = False                                     # the event's end and the next one's '{' seen
         closed = _ld1(p, i) == 125
         if closed:
@@ -506,7 +596,12 @@ def scan(b, pos, lim, kn, iv, fv, ks, ss, se, sh, sg, klen, kword, kslot, klut, 
             if _ld1(p, i) != 34:
                 return BAD_JSON, ev
             s = i + 1
-            e = _strend(p, s, n)
+            # the key that followed the previous one last time, checked in place; else found by its end
+            k = _predicted(p, s, n, apred, aprev, akwp) if inargs else _predicted(p, s, n, tpred, tprev, kwp)
+            if k >= 0:
+                e = s + (aklen[k] if inargs else klen[k])
+            else:
+                e = _strend(p, s, n)
             if e + 8 <= n and _ld8(p, e) & _LOW3 == _QCS:   # '": ' as Kineto writes it: one compare
                 i = e + 3
                 if _ld1(p, i) <= 32:
@@ -524,16 +619,28 @@ def scan(b, pos, lim, kn, iv, fv, ks, ss, se, sh, sg, klen, kword, kslot, klut, 
                 return BAD_JSON, ev
             slot = -1
             L = e - s
-            if L > 0:
+            if k >= 0:
+                slot = akslot[k] if inargs else kslot[k]
+            elif L > 0:
                 code = (((L & 31) << 7) ^ _ld1(p, s) ^ (_ld1(p, e - 1) << 4)) & 4095
                 if inargs:
                     k = aklut[code]
                     if k >= 0 and aklen[k] == L and _key_is(p, s, L, n, akwp, k):
                         slot = akslot[k]
+                        _learn(apred, aprev, k, L, akwp)
+                    else:
+                        k = -1
                 else:
                     k = klut[code]
                     if k >= 0 and klen[k] == L and _key_is(p, s, L, n, kwp, k):
                         slot = kslot[k]
+                        _learn(tpred, tprev, k, L, kwp)
+                    else:
+                        k = -1
+            if inargs:
+                aprev = k if k >= 0 else na
+            else:
+                tprev = k if k >= 0 else nt
             # -- the value
             c = _ld1(p, i)
             f = slot - 1000                             # >= 0: a text / raw field
@@ -544,12 +651,14 @@ def scan(b, pos, lim, kn, iv, fv, ks, ss, se, sh, sg, klen, kword, kslot, klut, 
                 if i + 16 <= n and _ld8(p, i) == _OB6 and _ld1(p, i + 8) == 34:   # '{\n      "'
                     i += 8
                     inargs = True
+                    aprev = na
                     continue
                 i = _ws(p, i + 1, n)
                 if i >= n:
                     return BAD_JSON, ev
                 if _ld1(p, i) != 125:
                     inargs = True
+                    aprev = na
                     continue                            # the args' first key
                 i += 1                                  # empty args
             elif c == 34:                               # a string
