@@ -177,3 +177,21 @@ def test_key_predictions_any_order():
                 assert s.K[r, col] == j.K_INT and s.V[r, col] == ev["args"][enc[f]], (r, f)
             else:
                 assert s.K[r, col] == j.K_ABSENT, (r, f)
+
+
+@pytest.mark.parametrize("colon", [': ', ':', ' : ', ':  ', ':\t', ':\r\n ', ' :', ': \x0b'])
+@pytest.mark.parametrize("comma", [', ', ',', ' , ', ',  ', ',\n  ', ', \x0c', ' ,'])
+def test_whitespace_around_members(colon, comma):
+    """'": ' after a key and ', "' after a value are read with one compare; any other spacing (or
+    a byte that is not JSON whitespace) goes the byte-by-byte way."""
+    j = ascend_fast._jit
+    c, s = colon.encode(), comma.encode()
+    raw = (b'[{"ph"' + c + b'"C"' + s + b'"pid"' + c + b'12' + s + b'"args"' + c + b'{"Task Id"' + c + b'5' + s
+           + b'"zz"' + c + b'"q"}' + s + b'"tid"' + c + b'7}]')
+    st, n, sc = _scan(raw)
+    if not _accepted(raw):
+        assert st != j.OK
+        return
+    assert st == j.OK and n == 1
+    assert sc.V[0, j.F_PID] == 12 and sc.V[0, j.F_TID] == 7
+    assert sc.V[0, j.F_A0 + ascend_fast.ARG_FIELDS.index("task_id")] == 5

@@ -41,6 +41,9 @@ _HIGH = np.uint64(0x8080808080808080)
 _QUOTES = np.uint64(0x2222222222222222)
 _SLASHES = np.uint64(0x5C5C5C5C5C5C5C5C)
 _SPACES = np.uint64(0x2020202020202020)
+_LOW3 = np.uint64(0xFFFFFF)
+_QCS = np.uint64(0x203A22)                              # '": ' (little-endian: byte 0 the quote)
+_CSQ = np.uint64(0x22202C)                              # ', "'
 _ZERO = np.uint64(0)
 _U1, _U3 = np.uint64(1), np.uint64(3)
 _U8 = np.uint64(8)
@@ -635,12 +638,15 @@ def scan(buf, K, V, DV, xok, fok, tt, state, new_s, new_e, tkb_, tkoff_, tklut_,
                 tprev = k if k >= 0 else nt
                 mode = tmode[k] if k >= 0 else 0
                 f = k
-            i = _ws(b, j + 1, n)
-            if i >= n or _ld1(b, i) != 58:
-                return BAD, ev
-            i = _ws(b, i + 1, n)
-            if i >= n:
-                return BAD, ev
+            if j + 8 <= n and _ld8(b, j) & _LOW3 == _QCS and _ld1(b, j + 3) > 32:
+                i = j + 3                               # '": ' then the value (one compare)
+            else:
+                i = _ws(b, j + 1, n)
+                if i >= n or _ld1(b, i) != 58:
+                    return BAD, ev
+                i = _ws(b, i + 1, n)
+                if i >= n:
+                    return BAD, ev
             if mode != 0 and K[ev, f] != K_ABSENT:      # a repeated key: the general decoder decides
                 return ODD, ev
             c = _ld1(b, i)
@@ -752,6 +758,9 @@ def scan(buf, K, V, DV, xok, fok, tt, state, new_s, new_e, tkb_, tkoff_, tklut_,
                 if mode != 0:
                     K[ev, f] = K_OTHER
             # after the member: ',' next member, '}' closes args or the event
+            if i + 8 <= n and _ld8(b, i) & _LOW3 == _CSQ:     # ', "': the next key (one compare)
+                i += 2
+                continue
             while True:
                 i = _ws(b, i, n)
                 if i >= n:
