@@ -276,8 +276,8 @@ def _comm_tables(tr: Trace, sym: SymbolTable) -> tuple[pd.DataFrame, pd.DataFram
     return comm_ops, comm_tasks, (c["pid"][o], c["tid"][o])
 
 
-def _flow_starts(ops: pd.DataFrame, cpu_cat: int) -> pd.DataFrame:
-    """Where an async_npu flow may start: the innermost cpu_op (row ``orow``) of each
+def _flow_starts(ops: pd.DataFrame, cpu_cat: int, pairs: dict) -> np.ndarray:
+    """Where each async_npu flow starts: the innermost cpu_op (its row; -1 none) of the flow's
     (pid_s, tid_s, ts_s) = (pid, tid, start_ns).
 
     The cpu_ops of one thread starting at one time are nested in a chain (:func:`_nest_rows`:
@@ -291,29 +291,33 @@ def _flow_starts(ops: pd.DataFrame, cpu_cat: int) -> pd.DataFrame:
     outer = np.zeros(len(cat), bool)
     outer[par[start[par] == start[rows[parent[rows] >= 0]]]] = True    # a parent of its own start
     rows = rows[~outer[rows]]
-    return pd.DataFrame({"pid_s": ops["pid"].to_numpy()[rows], "tid_s": ops["tid"].to_numpy()[rows],
-                         "ts_s": start[rows], "orow": rows})
+    starts = pd.DataFrame({"pid_s": ops["pid"].to_numpy()[rows], "tid_s": ops["tid"].to_numpy()[rows],
+                           "ts_s": start[rows], "orow": rows})
+    flows = pd.DataFrame({k: pairs[k] for k in ("pid_s", "tid_s", "ts_s")})
+    # (one (pid, tid, start) a row in ``starts``: the left merge keeps the flows, in order)
+    m = flows.merge(starts, on=["pid_s", "tid_s", "ts_s"], how="left")
+    return m["orow"].fillna(-1).to_numpy(dtype=np.int64)
 
 
-def _link(pairs: dict, starts: pd.DataFrame, dev_pid, dev_tid, dev_start) -> tuple:
+def _link(pairs: dict, launch_of: np.ndarray, dev_pid, dev_tid, dev_start) -> tuple:
     """async_npu flows -> (launch_op, flow_start_ns) arrays per device row.
 
     A flow end sits on a device row with the same (pid, tid, ts); its start on the innermost
-    cpu_op of the same (pid, tid) starting exactly at the flow-start ts (``starts``, see
-    :func:`_flow_starts`).  Each row is linked once.
+    cpu_op of the same (pid, tid) starting exactly at the flow-start ts (``launch_of``, per flow:
+    see :func:`_flow_starts`).  Each row is linked once, by the first flow ending on it.
     """
     n = len(dev_start)
     launch, fstart = np.full(n, -1, dtype=np.int64), np.full(n, -1, dtype=np.int64)
     if not n or not pairs["n"]:
         return launch, fstart
-    pairs = pd.DataFrame({k: pairs[k] for k in ("pid_s", "tid_s", "ts_s", "pid_f", "tid_f", "ts_f")})
+    flows = pd.DataFrame({"pid_f": pairs["pid_f"], "tid_f": pairs["tid_f"], "ts_f": pairs["ts_f"],
+                          "flow": np.arange(pairs["n"])})
     dev = pd.DataFrame({"pid_f": dev_pid, "tid_f": dev_tid, "ts_f": dev_start, "drow": np.arange(n)})
     dev = dev.drop_duplicates(["pid_f", "tid_f", "ts_f"])
-    m = pairs.merge(dev, on=["pid_f", "tid_f", "ts_f"], how="inner").drop_duplicates("drow")
-    m = m.merge(starts, on=["pid_s", "tid_s", "ts_s"], how="left")
-    rows = m["drow"].to_numpy()
-    fstart[rows] = m["ts_s"].to_numpy()
-    launch[rows] = m["orow"].fillna(-1).to_numpy(dtype=np.int64)
+    m = flows.merge(dev, on=["pid_f", "tid_f", "ts_f"], how="inner").drop_duplicates("drow")
+    rows, flow = m["drow"].to_numpy(), m["flow"].to_numpy()
+    fstart[rows] = pairs["ts_s"][flow]
+    launch[rows] = launch_of[flow]
     return launch, fstart
 
 
@@ -384,7 +388,7 @@ def load(root: str, framework: str = "PyTorch", progress=None) -> Profile:
                                     f"loaded ({'; '.join(meta.warnings) or 'none is readable'})")
     comm_ops, comm_tasks, op_keys = _comm_tables(tr, sym)
     pairs = _flow_pairs(tr.b["npu_flow"], "async_npu", meta.warnings)
-    starts = _flow_starts(tables["ops"], sym.lookup("cpu_op")) if pairs["n"] else None
+    starts = _flow_starts(tables["ops"], sym.lookup("cpu_op"), pairs) if pairs["n"] else None
     kl, kf = _link(pairs, starts, kkey[:, 0], kkey[:, 1], kernels["start_ns"].to_numpy())
     kernels["launch_op"], kernels["flow_start_ns"] = kl, kf
     comm_ops["launch_op"] = _link(pairs, starts, *op_keys, comm_ops["start_ns"].to_numpy())[0]
