@@ -195,6 +195,30 @@ def test_the_child_makes_the_operator_statistics(tmp_path, tmp_path_factory, mon
 
 
 @needs_samples
+def test_operator_sheets_send_back_the_operator_statistics(tmp_path, tmp_path_factory, monkeypatch, count_splits):
+    """Operator sheets with --json: the child makes the operator comparison for its sheets and
+    sends its statistics back for the JSON's operator table, so this process makes none."""
+    from tb_compare_plugin.engines import operator
+    r1 = _reference(tmp_path_factory, "target_npu", "target_npu_v2", "--disable-module")
+    assert r1.returncode == 0, r1.stderr
+    monkeypatch.setattr(xlsx_split, "OPS_WAIT", 60.0)
+    parent, calls = os.getpid(), []
+    real = operator.compare_operators
+
+    def compare(*a, **k):
+        if os.getpid() == parent:
+            calls.append(1)
+        return real(*a, **k)
+    monkeypatch.setattr(operator, "compare_operators", compare)
+    r2, two = _run(tmp_path, "target_npu", "target_npu_v2", "1", "two", "--disable-module")
+    assert r2.returncode == 0, r2.stderr
+    assert len(count_splits) == 1 and not calls
+    assert r2.stderr == r1.stderr and (two / "o.json").read_bytes() == r1.json
+    names2, parts2 = _members(two / "o.xlsx")
+    assert names2 == r1.names and parts2 == r1.parts
+
+
+@needs_samples
 def test_no_split_without_the_operator_sheets(tmp_path, count_splits):
     r, out = _run(tmp_path, "target_npu", "target_npu_v2", "1", "mem", "--enable-memory-compare")
     assert r.returncode == 0, r.stderr

@@ -23,6 +23,8 @@ other sheets.  The workbook is the same, cell for cell and style for style, as
   ``operator`` analysis table, which the JSON's operator table and the ``Operators`` sheet
   read), so the operator comparison is made only there (this process is the longer of the two on
   a module pair); "no ops" when it fails there, and this process makes it.
+* operator sheets with the JSON asked for: the child sends back the operator statistics it
+  makes for its sheets anyway (message O, after M), as on a module pair;
 * module sheets: the child then makes the memory peak, API and kernel comparisons (message E,
   after O; ``EXTRAS``, for the selected groups), which this process seeds into its comparison
   after its memory tables (waiting at most ``OPS_WAIT`` for them, else making them itself); one
@@ -143,11 +145,17 @@ class SplitWorkbook:
         # module sheets: the child also makes the memory peak, API and kernel comparisons this
         # process's later sheets read (message E, after O), while this process makes the JSON
         # and the memory tables
+        # (not on operator pairs: this process wants them right after the JSON, before the child's
+        # could be in, and the child is not the shorter there by as much)
         self._extras = () if self._pairs else tuple(n for n, g in EXTRAS if self.sheets is None or g in self.sheets)
+        # operator sheets with the JSON asked for: the child, which makes the operator comparison
+        # for its sheets, sends back its operator statistics too (message O, after M)
+        self._table = bool(operator_table)
         # the child's messages before B, in the order it sends them: on a module pair with the
         # JSON the child matches the op pairs itself and sends them here (message P: this process
         # needs them only for its memory tables), then O; then E
-        self._due = (["pairs", "ops"] if self._ops else []) + (["extras"] if self._extras else [])
+        self._due = (["pairs"] if self._ops else []) + (["ops"] if self._table else []) + \
+            (["extras"] if self._extras else [])
         mark("xlsx: forking")
         self.pid = self._a = self._b = None
         a_r, a_w = os.pipe()
@@ -168,7 +176,8 @@ class SplitWorkbook:
             if pid == 0:                                        # the child: never returns
                 os.close(a_w)
                 os.close(b_r)
-                _child(cmp, self.sheets, self._part, a_r, b_w, parent, was, self._pairs, self._ops, self._extras)
+                _child(cmp, self.sheets, self._part, a_r, b_w, parent, was, self._pairs, self._ops, self._extras,
+                       self._table)
             self.pid, self._a, self._b = pid, a_w, b_r
             _LIVE.add(self)
         finally:
@@ -427,7 +436,7 @@ class _DryBook:
         return _DrySheet()
 
 
-def _take_pairs(cmp, a_r: int) -> None:
+def _take_pairs(cmp, a_r: int) -> bool:
     """In the child, while this process matches the op pairs: OperatorCompare's kernel-detail
     cells of every top-layer op of both sides (the pairs are among them, unless ``max_kernel_num``
     drills into children: those are cut when asked), then message M's pairs as the comparison's
@@ -443,7 +452,7 @@ def _take_pairs(cmp, a_r: int) -> None:
                 tree.keep_details(tree.top_layer(step), MAX_CELL_CHARS)
             except Exception:  # noqa: BLE001 - (a bad step: the matching says so)
                 pass
-    _pairs_in(cmp, a_r, trees)
+    return _pairs_in(cmp, a_r, trees)
 
 
 def _pairs_in(cmp, a_r: int, trees) -> bool:
@@ -498,11 +507,25 @@ def _extras_out(cmp, names: tuple, b_w: int) -> None:
     mark("xlsx child: extras sent")
 
 
+def _operator_stats_out(cmp, got_pairs: bool, b_w: int) -> None:
+    """In the child (operator sheets): message O, the ``operator`` analysis table made from message
+    M's pairs ("no ops" when they did not come or the table fails here: the parent makes it)."""
+    table = None
+    if got_pairs:
+        try:
+            table = ("ops", cmp.analysis("operator"))
+        except Exception:  # noqa: BLE001 - the parent computes it again and reports it
+            table = None
+    _send(b_w, table or ("no ops",))
+    mark("xlsx child: operator table sent")
+
+
 def _child(cmp, sheets, part, a_r: int, b_w: int, parent: int, mask, pairs: bool = False,
-           ops: bool = False, extras: tuple = ()) -> None:
+           ops: bool = False, extras: tuple = (), table: bool = False) -> None:
     """The forked process: the operator group's sheets into ``part``, between messages A and B
-    (``pairs``: message M first, :func:`_take_pairs`; ``ops``: message M, then the JSON's
-    operator table back, :func:`_operator_table`; ``extras``: message E, :func:`_extras_out`)."""
+    (``pairs``: message M first, :func:`_take_pairs`, then with ``table`` the JSON's operator
+    table back, :func:`_operator_stats_out`; ``ops``: message P, then the JSON's operator table
+    back, :func:`_operator_table`; ``extras``: message E, :func:`_extras_out`)."""
     code = 1
     try:
         for sig in (signal.SIGINT, signal.SIGTERM):
@@ -511,8 +534,10 @@ def _child(cmp, sheets, part, a_r: int, b_w: int, parent: int, mask, pairs: bool
         _die_with_parent(parent)
         with gc_paused():
             if pairs:
-                _take_pairs(cmp, a_r)
+                got_pairs = _take_pairs(cmp, a_r)
                 mark("xlsx child: pairs in")
+                if table:
+                    _operator_stats_out(cmp, got_pairs, b_w)
             elif ops:
                 _operator_table(cmp, b_w)
             if extras:
