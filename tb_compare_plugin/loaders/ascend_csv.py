@@ -510,30 +510,34 @@ def _is_cann(name) -> bool:
 
 def alloc_ops(ops: pd.DataFrame, sym: SymbolTable, names: np.ndarray, alloc_ns: np.ndarray) -> np.ndarray:
     """Innermost cpu_op of the main thread containing each allocation (cann:: rows: via their
-    Dequeue -> Enqueue by correlation id, as the reference does; -1 when not found)."""
+    Dequeue -> Enqueue by correlation id, as the reference does; -1 when not found).  (Reads the
+    few columns it needs as arrays: no copy of the op table per category.)"""
     cat = ops["cat"].to_numpy()
-    cpu = ops[cat == sym.lookup("cpu_op")]
-    if not len(cpu) or not len(alloc_ns):
+    is_cpu = cat == sym.lookup("cpu_op")
+    if not len(alloc_ns) or not is_cpu.any():
         return np.full(len(alloc_ns), -1, dtype=np.int64)
+    name, tid = ops["name"].to_numpy(), ops["tid"].to_numpy()
+    start, dur, corr = ops["start_ns"].to_numpy(), ops["dur_ns"].to_numpy(), ops["corr"].to_numpy()
     step_ids = sym.ids_matching(lambda s: s.startswith("ProfilerStep#"))
-    steps = cpu[np.isin(cpu["name"].to_numpy(), step_ids)]
-    main = (steps if len(steps) else cpu)["tid"].value_counts().index[0]
+    cpu = np.flatnonzero(is_cpu)
+    steps = cpu[np.isin(name[cpu], step_ids)]
+    main = pd.Series(tid[steps if len(steps) else cpu]).value_counts().index[0]
     t = alloc_ns.copy()
-    deq, enq = ops[cat == sym.lookup("dequeue")], ops[cat == sym.lookup("enqueue")]
+    deq, enq = np.flatnonzero(cat == sym.lookup("dequeue")), np.flatnonzero(cat == sym.lookup("enqueue"))
     cann = per_distinct(names, _is_cann, bool)
     if cann.any() and len(deq) and len(enq):
-        d = deq.sort_values("start_ns", kind="stable")
-        k = np.searchsorted(d["start_ns"].to_numpy(), t[cann], side="right") - 1
-        ok = (k >= 0) & (t[cann] <= (d["start_ns"] + d["dur_ns"]).to_numpy()[np.maximum(k, 0)])
-        corr = np.where(ok, d["corr"].to_numpy()[np.maximum(k, 0)], -1)
-        ec = enq["corr"].to_numpy()
-        at, found = value_at_key(ec[ec >= 0], enq["start_ns"].to_numpy()[ec >= 0], corr)
-        t[cann] = np.where((corr >= 0) & found, at, -1)
-    mrows = np.flatnonzero((ops["tid"].to_numpy() == main) & (cat == sym.lookup("cpu_op")))
+        d = deq[np.argsort(start[deq], kind="stable")]
+        k = np.searchsorted(start[d], t[cann], side="right") - 1
+        ok = (k >= 0) & (t[cann] <= (start[d] + dur[d])[np.maximum(k, 0)])
+        corr_d = np.where(ok, corr[d][np.maximum(k, 0)], -1)
+        ec = corr[enq]
+        at, found = value_at_key(ec[ec >= 0], start[enq][ec >= 0], corr_d)
+        t[cann] = np.where((corr_d >= 0) & found, at, -1)
+    mrows = np.flatnonzero((tid == main) & is_cpu)
     pos_of = np.full(len(ops), -1, dtype=np.int64)
     pos_of[mrows] = np.arange(len(mrows))
     par = ops["parent"].to_numpy()[mrows]
-    local = innermost_ops(ops["start_ns"].to_numpy()[mrows], (ops["start_ns"] + ops["dur_ns"]).to_numpy()[mrows],
+    local = innermost_ops(start[mrows], start[mrows] + dur[mrows],
                           np.where(par >= 0, pos_of[np.maximum(par, 0)], -1), t)
     return np.where(local >= 0, mrows[np.maximum(local, 0)], -1)
 
