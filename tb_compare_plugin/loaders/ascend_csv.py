@@ -138,6 +138,18 @@ def text(df: pd.DataFrame, col: str) -> np.ndarray:
     return objects([None if v in NA_STRINGS else v for v in uniq] + [None])[codes]
 
 
+def texts(df: pd.DataFrame, col: str) -> Texts:
+    """:func:`text` as :class:`Texts` (codes into the distinct strings): interned and classified
+    once per distinct string, moved around as int32 codes."""
+    if col not in df.columns:
+        return Texts(np.full(len(df), -1, np.int32), [])
+    codes, uniq = pd.factorize(df[col].to_numpy(dtype=object))  # NaN (a ragged row's cell) -> -1
+    keep = [i for i, v in enumerate(uniq) if v not in NA_STRINGS]
+    lut = np.full(len(uniq) + 1, -1, np.int32)                    # (the last entry: code -1)
+    lut[keep] = np.arange(len(keep), dtype=np.int32)
+    return Texts(lut[codes], [uniq[i] for i in keep])
+
+
 def device_index(values: np.ndarray) -> np.ndarray:
     """'NPU:3' -> 3; anything else -> -1 (worked out once per distinct value)."""
     if isinstance(values, Texts):                                  # its distinct values, then its codes
@@ -163,7 +175,8 @@ _KD_TEXT = ("Type", "Accelerator Core", "Input Shapes", "Input Data Types", "Inp
 def read_kernel_details(path: str, warnings: list[str]) -> tuple[dict, dict] | None:
     """Columns of kernel_details.csv + facts about its header; None for an empty file.
 
-    Returns (cols, info): cols has name/type/accel_core/input_* (object arrays, None = missing),
+    Returns (cols, info): cols has name (object array, None = missing), type/accel_core/input_*
+    (:class:`Texts`, code -1 = missing),
     start_ns, step, task_id, stream (int64), dur_us and the PMU floats (NaN = missing or absent
     column); info = {"columns": [...], "has_pmu": bool, "pmu_columns": [...present...]}.
     """
@@ -184,9 +197,9 @@ def read_kernel_details(path: str, warnings: list[str]) -> tuple[dict, dict] | N
         "step": _int(num(df, "Step Id")),
         "task_id": _int(num(df, "Task ID")),
         "stream": _int(num(df, "Stream ID")),
-        "type": text(df, "Type"), "accel_core": text(df, "Accelerator Core"),
-        "input_shapes": text(df, "Input Shapes"), "input_dtypes": text(df, "Input Data Types"),
-        "input_formats": text(df, "Input Formats"),
+        "type": texts(df, "Type"), "accel_core": texts(df, "Accelerator Core"),
+        "input_shapes": texts(df, "Input Shapes"), "input_dtypes": texts(df, "Input Data Types"),
+        "input_formats": texts(df, "Input Formats"),
     }
     present = [c for c in PMU_COLUMNS if c in df.columns]
     for c, k in PMU_COLUMNS.items():
@@ -472,6 +485,10 @@ def kernels_table(h: dict, sym: SymbolTable, meta: ProfileMeta, kd_path: str | N
     def col(key: str, fill):
         if key not in kd:
             return np.full(n, fill, dtype=object if fill is None else type(fill))
+        if isinstance(kd[key], Texts):                # (fill None: code -1)
+            codes = np.full(n, -1, np.int32)
+            codes[has] = kd[key].codes[sel[has]]
+            return Texts(codes, kd[key].values)
         src = np.asarray(kd[key])
         res = np.full(n, fill, dtype=object if fill is None else src.dtype)
         res[has] = src[sel[has]]
