@@ -195,3 +195,22 @@ def test_whitespace_around_members(colon, comma):
     assert st == j.OK and n == 1
     assert sc.V[0, j.F_PID] == 12 and sc.V[0, j.F_TID] == 7
     assert sc.V[0, j.F_A0 + ascend_fast.ARG_FIELDS.index("task_id")] == 5
+
+
+@pytest.mark.parametrize("slots, spans", [(4, 1), (16, 2), (1 << 17, 1)])
+def test_text_ids_when_the_tables_fill(slots, spans):
+    """Texts are looked up an event after they are read (their table slot fetched meanwhile): a
+    distinct-text table or new-span list that fills mid-chunk (the chunk scanned again with bigger
+    ones), and the last event's texts, still give every row its own text."""
+    j = ascend_fast._jit
+    evs = [{"ph": "C", "name": f"n{i % 37}" + "\\r\\n" * (i % 3), "cat": f"c{i % 5}", "pid": i} for i in range(300)]
+    raw = json.dumps(evs).encode()
+    s = ascend_fast.Scanner()
+    s._table(slots)
+    s.new_cap = 0
+    s._new(spans)
+    st, n = s._scan(np.frombuffer(bytearray(raw), np.uint8))
+    assert st == j.OK and n == len(evs)
+    assert [s.texts[v] for v in s.V[:n, j.F_NAME]] == [e["name"] for e in evs]
+    assert [s.texts[v] for v in s.V[:n, j.F_CAT]] == [e["cat"] for e in evs]
+    assert s.V[:n, j.F_PID].tolist() == list(range(300))

@@ -13,7 +13,7 @@ than OK and the caller hands the chunk to the general decoder.
 import numba as nb
 import numpy as np
 from llvmlite import ir
-from numba.core import types
+from numba.core import cgutils, types
 from numba.cpython.unsafe.numbers import trailing_zeros
 from numba.extending import intrinsic
 
@@ -29,6 +29,7 @@ TOP_KEYS = ("pid", "tid", "ts", "id", "name", "cat", "ph", "args", "dur")
 # how a top-level value is read: 0 skip, 1 int, 2 ts text, 3 interned text or int (id), 4 text, 5 dur
 TOP_MODE = (1, 1, 2, 3, 4, 4, 6, 7, 5)
 MAX_DEPTH = 48
+MAX_PENDING = 16                                        # text values of one event looked up at its end (9 at most)
 
 _H0 = np.uint64(0xcbf29ce484222325)                    # two 64-bit hashes of a text's raw bytes,
 _HP = np.uint64(0x100000001b3)                          # 8 bytes (little-endian) folded at a time
@@ -118,6 +119,23 @@ def _stw(typingctx, addr, idx, val):
     def codegen(context, builder, signature, args):
         a, i, v = args
         builder.store(v, builder.inttoptr(builder.add(a, i), ir.IntType(64).as_pointer()))
+        return context.get_dummy_value()
+    return sig, codegen
+
+
+@intrinsic
+def _prefetch(typingctx, addr, idx):
+    """Ask for the cache line at address ``addr + idx`` (llvm.prefetch: read, keep in all levels);
+    nothing waits for it."""
+    sig = types.void(addr, idx)
+
+    def codegen(context, builder, signature, args):
+        a, i = args
+        ptr = builder.inttoptr(builder.add(a, i), ir.IntType(8).as_pointer())
+        i32 = ir.IntType(32)
+        fnty = ir.FunctionType(ir.VoidType(), [ir.IntType(8).as_pointer(), i32, i32, i32])
+        fn = cgutils.get_or_insert_function(builder.module, fnty, "llvm.prefetch.p0i8")
+        builder.call(fn, [ptr, ir.Constant(i32, 0), ir.Constant(i32, 3), ir.Constant(i32, 1)])
         return context.get_dummy_value()
     return sig, codegen
 
@@ -576,6 +594,16 @@ def scan(buf, K, V, DV, xok, fok, tt, state, new_s, new_e, tkb_, tkoff_, tklut_,
     tpred, apred = tpred_.ctypes.data, apred_.ctypes.data
     tprev = nt
     aprev = na
+    ttp = tt.ctypes.data
+    pf = np.empty(2 * MAX_PENDING, np.int64)            # two events' texts (this one's from cur,
+    pS = np.empty(2 * MAX_PENDING, np.int64)            # the previous one's from prv): column,
+    pE = np.empty(2 * MAX_PENDING, np.int64)            # span, hashes
+    pH = np.empty(2 * MAX_PENDING, np.uint64)
+    pG = np.empty(2 * MAX_PENDING, np.uint64)
+    cur, prv = 0, MAX_PENDING
+    npend = 0
+    nprev = 0
+    last = False
     state[1] = 0
     i = _ws(b, 0, n)
     if i >= n or _ld1(b, i) != 91:
@@ -586,6 +614,42 @@ def scan(buf, K, V, DV, xok, fok, tt, state, new_s, new_e, tkb_, tkoff_, tklut_,
         return (OK if i == n else BAD), 0
     ev = 0
     while True:                                         # one event per turn
+        # the previous event's texts: their ids (new ones listed in new_s / new_e); their slots' cache
+        # lines were asked for when they were read, an event ago
+        for t in range(prv, prv + nprev):
+            h = pH[t]
+            g = pG[t]
+            s = pS[t]
+            j = pE[t]
+            q = np.int64(h & tmask)
+            r = -1
+            ln = np.uint64(j - s)
+            while True:
+                c = tt[4 * q + 3]
+                if c == _ZERO:
+                    break
+                if tt[4 * q] == h and tt[4 * q + 1] == g and tt[4 * q + 2] == ln:
+                    r = np.int64(c) - 1
+                    break
+                q = np.int64((np.uint64(q) + np.uint64(1)) & tmask)
+            if r < 0:
+                r = state[0]
+                k = state[1]
+                if 2 * (state[2] + 1) > len(tt) // 4 or k >= len(new_s):
+                    return FULL, ev
+                state[2] += 1
+                tt[4 * q + 3] = np.uint64(r + 1)
+                tt[4 * q] = h
+                tt[4 * q + 1] = g
+                tt[4 * q + 2] = ln
+                new_s[k] = s
+                new_e[k] = j
+                state[0] = r + 1
+                state[1] = k + 1
+            V[pf[t], ev - 1] = r
+        nprev = 0
+        if last:
+            return (OK if i == n else BAD), ev
         if i >= n:
             return BAD, ev
         if _ld1(b, i) != 123:
@@ -666,35 +730,19 @@ def scan(buf, K, V, DV, xok, fok, tt, state, new_s, new_e, tkb_, tkoff_, tklut_,
                 s = i + 1
                 i = j + 1
                 if mode == 3 or mode == 4:
-                    # the text's id in the cross-chunk table; a new one is listed in new_s / new_e
+                    # the text's id in the cross-chunk table, looked up at the event's end (its
+                    # slot's cache line asked for now: a miss to L3 no longer stalls the scan)
                     h, g = _hash(b, s, j)
-                    q = np.int64(h & tmask)
-                    r = -1
-                    ln = np.uint64(j - s)
-                    while True:
-                        c = tt[4 * q + 3]
-                        if c == _ZERO:
-                            break
-                        if tt[4 * q] == h and tt[4 * q + 1] == g and tt[4 * q + 2] == ln:
-                            r = np.int64(c) - 1
-                            break
-                        q = np.int64((np.uint64(q) + np.uint64(1)) & tmask)
-                    if r < 0:
-                        r = state[0]
-                        k = state[1]
-                        if 2 * (state[2] + 1) > len(tt) // 4 or k >= len(new_s):
-                            return FULL, ev
-                        state[2] += 1
-                        tt[4 * q + 3] = np.uint64(r + 1)
-                        tt[4 * q] = h
-                        tt[4 * q + 1] = g
-                        tt[4 * q + 2] = ln
-                        new_s[k] = s
-                        new_e[k] = j
-                        state[0] = r + 1
-                        state[1] = k + 1
+                    _prefetch(ttp, np.int64(h & tmask) << 5)
+                    if npend >= MAX_PENDING:
+                        return ODD, ev
+                    pf[cur + npend] = f
+                    pS[cur + npend] = s
+                    pE[cur + npend] = j
+                    pH[cur + npend] = h
+                    pG[cur + npend] = g
+                    npend += 1
                     K[ev, f] = K_STR
-                    V[f, ev] = r
                 elif mode == 6:                         # ph: one letter
                     K[ev, f] = K_STR if j - s == 1 else K_OTHER
                     V[f, ev] = _ld1(b, s)
@@ -778,6 +826,9 @@ def scan(buf, K, V, DV, xok, fok, tt, state, new_s, new_e, tkb_, tkoff_, tklut_,
                     break
                 return BAD, ev
         V[F_END, ev] = i
+        cur, prv = prv, cur                             # its texts: looked up after the next event
+        nprev = npend
+        npend = 0
         # the phase (one letter the schema knows) and, for X and flow events, every value read
         # of a kind the fast path takes (xok / fok: column x kind -> 1)
         if K[ev, F_PH] != K_STR:
@@ -803,7 +854,8 @@ def scan(buf, K, V, DV, xok, fok, tt, state, new_s, new_e, tkb_, tkoff_, tklut_,
             continue
         if c == 93:
             i = _ws(b, i + 1, n)
-            return (OK if i == n else BAD), ev
+            last = True                                 # (the last event's texts first)
+            continue
         return BAD, ev
 
 
