@@ -201,7 +201,7 @@ def test_operator_sheets_send_back_the_operator_statistics(tmp_path, tmp_path_fa
     from tb_compare_plugin.engines import operator
     r1 = _reference(tmp_path_factory, "target_npu", "target_npu_v2", "--disable-module")
     assert r1.returncode == 0, r1.stderr
-    monkeypatch.setattr(xlsx_split, "OPS_WAIT", 60.0)
+    monkeypatch.setattr(xlsx_split, "PAIRS_OPS_WAIT", 60.0)
     parent, calls = os.getpid(), []
     real = operator.compare_operators
 

@@ -24,7 +24,8 @@ other sheets.  The workbook is the same, cell for cell and style for style, as
   read), so the operator comparison is made only there (this process is the longer of the two on
   a module pair); "no ops" when it fails there, and this process makes it.
 * operator sheets with the JSON asked for: the child sends back the operator statistics it
-  makes for its sheets anyway (message O, after M), as on a module pair;
+  makes for its sheets anyway (message O, after M), as on a module pair, but the JSON takes them
+  only when they are in already (``PAIRS_OPS_WAIT``), else makes them here as before;
 * module sheets: the child then makes the memory peak, API and kernel comparisons (message E,
   after O; ``EXTRAS``, for the selected groups), which this process seeds into its comparison
   after its memory tables (waiting at most ``OPS_WAIT`` for them, else making them itself); one
@@ -61,6 +62,8 @@ REST = ("memory", "api", "kernel", "steps")    # this process, after them
 _FIRST = (S.OVERALL.name, S.COMMUNICATION.name)     # the sheets written before the child's
 ENV = "TB_COMPARE_XLSX_SPLIT"                  # "0": never split
 OPS_WAIT = 0.05                                # s the JSON waits for the child's operator statistics
+PAIRS_OPS_WAIT = 0.0                           # on operator sheets: taken only when already in (the
+                                               # child makes them after message M; often not in time)
 # results the child makes for this process on a module pair (message E), by sheet group: engines
 # this process's later sheets read that need nothing the child lacks (the child is the shorter)
 EXTRAS = (("memory_peak", "memory"), ("api", "api"), ("kernels", "kernel"))
@@ -296,7 +299,9 @@ class SplitWorkbook:
         is then read and dropped before message B)."""
         if "ops" not in self._due:
             return compute()
-        if self._take("ops", OPS_WAIT if wait is None else wait):
+        if wait is None:
+            wait = PAIRS_OPS_WAIT if self._pairs else OPS_WAIT
+        if self._take("ops", wait):
             mark("xlsx: operator table in")
         else:
             mark("xlsx: operator table made here")
