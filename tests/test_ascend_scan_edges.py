@@ -141,8 +141,9 @@ def test_ts_texts(pad):
 
 
 def test_key_predictions_any_order():
-    """Keys of 1..17 bytes, known and unknown (some a known key's prefix or extension), in shuffled
-    orders: the next-key prediction (one or two word compares) never takes a wrong key."""
+    """Keys of 1..22 bytes, known, unknown (some a known key's prefix or extension) and listed as
+    skipped (ascend_fast.SKIP_*_KEYS), in shuffled orders: the next-key prediction (one or two word
+    compares) never takes a wrong key, and a skipped key's value goes nowhere."""
     import random
     j = ascend_fast._jit
     from tb_compare_plugin.loaders.ascend_events import Args
@@ -150,8 +151,9 @@ def test_key_predictions_any_order():
                                                          "connection_id", "seq", "py_parent", "src_rank")}
     enc = {f.name: f.encode_name for f in msgspec.structs.fields(Args)}
     args_keys = [enc[f] for f in names] + ["Task Idx", "Task I", "Stream Id ", "connection_i", "Python parent idx",
-                                           "x", "Physic Stream Ie"]
-    top_keys = ["pid", "tid", "pidx", "pi", "zz", "dur"]
+                                           "x", "Physic Stream Ie", *ascend_fast.SKIP_ARG_KEYS[:4], "id",
+                                           "duration estimated(us)"]
+    top_keys = ["pid", "tid", "pidx", "pi", "zz", "dur", *ascend_fast.SKIP_TOP_KEYS]
     rng = random.Random(7)
     evs = []
     for e in range(400):
