@@ -289,8 +289,12 @@ class Trace:
         pid, tid = x["pid"].ints(), x["tid"].ints()
         ts, cls, group = _cat(col.x_ts, np.int64), _cat(col.x_cls, np.int8), _cat(col.x_group, np.int8)
         role = np.zeros(len(pid), dtype=np.int8)
-        for p, r in self.roles.items():
-            role[pid == p] = _ROLE_CODE[r]
+        if self.roles:                                # each pid's role, by one sorted search
+            keys = np.array(sorted(self.roles), np.int64)
+            codes = np.array([_ROLE_CODE[self.roles[k]] for k in keys.tolist()], np.int8)
+            pos = np.minimum(np.searchsorted(keys, pid), len(keys) - 1)
+            hit = keys[pos] == pid
+            role[hit] = codes[pos[hit]]
         ok = ts >= 0
         host = role == 0
         self._warn(int((~ok).sum()) + int((_cat(col.fl_ts, np.int64) < 0).sum()),
@@ -361,12 +365,14 @@ def _dur_ns(us: np.ndarray) -> tuple[np.ndarray, int]:
     """µs durations (a copy: changed in place) -> (int64 ns, rounded to even; 0 where missing,
     negative or not finite), and how many were such."""
     us *= 1000.0
+    if not len(us) or (us.min() >= 0 and us.max() < np.inf):      # (a NaN fails both): all good
+        np.rint(us, out=us)
+        return us.astype(np.int64), 0
     good = np.isfinite(us)
     good &= us >= 0
     bad = len(us) - int(np.count_nonzero(good))
     np.rint(us, out=us)
-    if bad:
-        us[~good] = 0
+    us[~good] = 0
     return us.astype(np.int64), bad
 
 
