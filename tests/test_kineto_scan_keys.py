@@ -1,5 +1,6 @@
 """The Kineto byte scanner's next-key prediction (loaders/_kineto_scan_jit.py): keys of 1..25 bytes,
-known and unknown (some a known key's prefix or extension), in shuffled orders, in Kineto's own
+known, unknown (some a known key's prefix or extension) and listed as skipped
+(kineto_scan.SKIP_*_KEYS: their values go nowhere), in shuffled orders, in Kineto's own
 layout and in compact JSON, cut short anywhere: the keys it reads are exactly the keys there, and
 a key with an escape is still refused."""
 from __future__ import annotations
@@ -16,10 +17,10 @@ from tb_compare_plugin.loaders.kineto_scan_codes import K_ABSENT, K_INT, NUM
 pytestmark = pytest.mark.skipif(not kineto_scan.available(),
                                 reason=f"numba is not installed: {kineto_scan.unavailable_reason()}")
 
-TOP = ["pid", "tid", "ts", "dur", "pidx", "pi", "zz", "t"]
+TOP = ["pid", "tid", "ts", "dur", "pidx", "pi", "zz", "t", *kineto_scan.SKIP_TOP_KEYS]
 ARGS = ["External id", "Sequence number", "correlation", "stream", "registers per thread",
         "est. achieved occupancy %", "External i", "External idx", "correlatioN", "streamz", "s",
-        "Trace name", "registers per threaD"]
+        "Trace name", "registers per threaD", *kineto_scan.SKIP_ARG_KEYS[1:4], "name", "Record function id"]
 NUMERIC = [k for k in TOP + ARGS if k in NUM]
 
 

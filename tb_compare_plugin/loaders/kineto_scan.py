@@ -64,8 +64,14 @@ def _slot(k: str, top: bool) -> int:
     return 1000 + SPAN[k]
 
 
-TOP_TABLE = _key_table(TOP_KEYS, lambda k: _slot(k, True))
-ARG_TABLE = _key_table(ARG_KEYS, lambda k: _slot(k, False))
+# Keys Kineto traces write that the scanner does not read (slot -1: skipped, as an unknown key is).
+# Listed, they take part in the next-key prediction: the key after one of them is checked in place
+# instead of being read and looked up.
+SKIP_TOP_KEYS = ("bp", "s")
+SKIP_ARG_KEYS = ("Trace name", "Trace iteration", "Profiler Event Index", "Module Hierarchy", "cbid", "Fwd thread id",
+                 "context", "queued", "warps per SM", "Ev Idx", "Record function id", "kind", "name")
+TOP_TABLE = _key_table(TOP_KEYS + SKIP_TOP_KEYS, lambda k: -1 if k in SKIP_TOP_KEYS else _slot(k, True))
+ARG_TABLE = _key_table(ARG_KEYS + SKIP_ARG_KEYS, lambda k: -1 if k in SKIP_ARG_KEYS else _slot(k, False))
 
 
 # Traces smaller than FAST_MIN_BYTES (a ``.gz`` counted at 8x its size) use the general decoder unless
