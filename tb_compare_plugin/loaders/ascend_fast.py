@@ -370,15 +370,18 @@ class Scanner:
         if fcls.any():
             rows = fi[fcls > 0]
             k, v = self.K[rows, j.F_ID], self.V[rows, j.F_ID]
-            ids = np.full(len(rows), None, dtype=object)
             m = k == j.K_INT
-            if m.any():
-                ids[m] = v[m].tolist()
-            m = k == j.K_STR
-            if m.any():
-                texts = self.texts
-                ids[m] = [texts[t] for t in v[m].tolist()]
-            fl["id"].add(ids.tolist(), "i")
+            if m.all():                           # all ints: the piece ``Field.add`` makes of them
+                fl["id"].pieces.append(("i", v, None))
+            else:
+                ids = np.full(len(rows), None, dtype=object)
+                if m.any():
+                    ids[m] = v[m].tolist()
+                m = k == j.K_STR
+                if m.any():
+                    texts = self.texts
+                    ids[m] = [texts[t] for t in v[m].tolist()]
+                fl["id"].add(ids.tolist(), "i")
         col.fl_ts.append(self.V[fi, j.F_TS])
         col.fl_f.append(fkind == 4)
         col.fl_cls.append(fcls)
