@@ -573,7 +573,8 @@ def _hash(b, s, e):
 
 
 @jit
-def scan(buf, K, V, DV, xok, fok, tt, state, new_s, new_e, tkb_, tkoff_, tklut_, tmode, akb_, akoff_, aklut_, amode):
+def _scan(buf, K, V, DV, xok, fok, tt, state, new_s, new_e, tkb_, tkoff_, tklut_, tmode, akb_, akoff_,
+          aklut_, amode, tpred_, apred_):
     """Walk ``[ev, ev, ...]`` (``buf``) once: (status, events).  K[r, f] and V[f, r] hold event r's
     value kind and value of column F_* f (V is column-major: an event writes a few of its columns,
     each column a sequential stream), DV[r] its ``dur``; text values are ids into the distinct-span
@@ -589,8 +590,6 @@ def scan(buf, K, V, DV, xok, fok, tt, state, new_s, new_e, tkb_, tkoff_, tklut_,
     nf = K.shape[1]
     stack = np.zeros(MAX_DEPTH + 1, np.uint8)
     nt, na = len(tmode), len(amode)                     # key tables' sizes = the "no previous key" state
-    tpred_ = np.full((nt + 1, PRED_ROW // 8), _ALL, np.uint64)   # key index -> the key that came next
-    apred_ = np.full((na + 1, PRED_ROW // 8), _ALL, np.uint64)   # last time (see PRED_ROW)
     tpred, apred = tpred_.ctypes.data, apred_.ctypes.data
     tprev = nt
     aprev = na
@@ -857,6 +856,19 @@ def scan(buf, K, V, DV, xok, fok, tt, state, new_s, new_e, tkb_, tkoff_, tklut_,
             last = True                                 # (the last event's texts first)
             continue
         return BAD, ev
+
+
+@jit
+def scan(buf, K, V, DV, xok, fok, tt, state, new_s, new_e, tkb_, tkoff_, tklut_, tmode, akb_, akoff_, aklut_, amode):
+    """:func:`_scan` with fresh next-key prediction tables (one row per key of each key table, and one
+    for "no previous key").  They are made here and handed down as arrays: this function holds
+    them until :func:`_scan` returns.  (Made inside :func:`_scan`, where only their addresses are
+    used, numba would free them right after the address is taken -- its variables die at their
+    last use -- and the scan would read and write freed memory.)"""
+    tpred_ = np.full((len(tmode) + 1, PRED_ROW // 8), _ALL, np.uint64)
+    apred_ = np.full((len(amode) + 1, PRED_ROW // 8), _ALL, np.uint64)
+    return _scan(buf, K, V, DV, xok, fok, tt, state, new_s, new_e, tkb_, tkoff_, tklut_, tmode, akb_, akoff_,
+                 aklut_, amode, tpred_, apred_)
 
 
 # -- the columns of one chunk's rows (ascend_fast.Scanner._ints / _texts): one pass each instead of

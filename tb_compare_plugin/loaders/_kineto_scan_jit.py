@@ -534,7 +534,8 @@ def _learn(pa, prev, k, L, kw):
 
 
 @jit
-def scan(b, pos, lim, kn, iv, fv, ks, ss, se, sh, sg, klen, kword, kslot, klut, aklen, akword, akslot, aklut):
+def _scan(b, pos, lim, kn, iv, fv, ks, ss, se, sh, sg, klen, kword, kslot, klut, aklen, akword, akslot,
+          aklut, tpred_, apred_):
     """Walk ``[ev, ev, ...]`` once, filling row ``ev`` of the (event, field) tables: (status, events).
 
     From the array's start when ``pos[0]`` is 0, else from byte ``pos[0]`` (an event's start, where
@@ -554,8 +555,6 @@ def scan(b, pos, lim, kn, iv, fv, ks, ss, se, sh, sg, klen, kword, kslot, klut, 
     nkn = kn.shape[1]
     nks = ks.shape[1]
     nt, na = len(klen), len(aklen)                      # key tables' sizes = the "no previous key" rows
-    tpred_ = np.full((nt + 1, PRED_ROW // 8), _ALL, np.uint64)
-    apred_ = np.full((na + 1, PRED_ROW // 8), _ALL, np.uint64)
     tpred, apred = tpred_.ctypes.data, apred_.ctypes.data
     tprev, aprev = nt, na
     i = pos[0]
@@ -817,6 +816,19 @@ def scan(b, pos, lim, kn, iv, fv, ks, ss, se, sh, sg, klen, kword, kslot, klut, 
             i = _ws(p, i + 1, n)
             return (OK if i == n else BAD_JSON), ev
         return BAD_JSON, ev
+
+
+@jit
+def scan(b, pos, lim, kn, iv, fv, ks, ss, se, sh, sg, klen, kword, kslot, klut, aklen, akword, akslot, aklut):
+    """:func:`_scan` with fresh next-key prediction tables (one row per key of each key table, and one
+    for "no previous key").  They are made here and handed down as arrays: this function holds
+    them until :func:`_scan` returns.  (Made inside :func:`_scan`, where only their addresses are
+    used, numba would free them right after the address is taken -- its variables die at their
+    last use -- and the scan would read and write freed memory.)"""
+    tpred_ = np.full((len(klen) + 1, PRED_ROW // 8), _ALL, np.uint64)
+    apred_ = np.full((len(aklen) + 1, PRED_ROW // 8), _ALL, np.uint64)
+    return _scan(b, pos, lim, kn, iv, fv, ks, ss, se, sh, sg, klen, kword, kslot, klut, aklen, akword,
+                 akslot, aklut, tpred_, apred_)
 
 
 @jit
