@@ -331,3 +331,28 @@ def test_the_program_splits_its_workbook(tmp_path, extra, setting, splits):
     assert ("xlsx: forking" in text) == splits
     assert ("xlsx: pairs sent" in text) == (splits and bool(extra))
     assert zipfile.ZipFile(tmp_path / "o.xlsx").testzip() is None
+
+
+@needs_samples
+def test_split_works_with_a_thousand_files_open(tmp_path, count_splits):
+    """The CLI process waits for the child's messages with poll, not select (select refuses a
+    descriptor numbered 1024 or more: a process with many files open, as a long test run is)."""
+    import resource
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < 1300:
+        pytest.skip(f"the open-files limit ({hard}) leaves no room above 1024")
+    if soft != resource.RLIM_INFINITY and soft < 1300:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (1300 if hard == resource.RLIM_INFINITY else min(1300, hard),
+                                                    hard))
+    held = []
+    try:
+        while not held or held[-1] < 1100:
+            held.append(os.open(os.devnull, os.O_RDONLY))
+        r, out = _run(tmp_path, "target_npu", "target_npu_v2", "1", "fds")
+    finally:
+        for fd in held:
+            os.close(fd)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    assert r.returncode == 0, r.stderr
+    assert len(count_splits) == 1 and count_splits[0] is not None       # it did fork
+    assert sorted(os.listdir(out)) == ["o.json", "o.xlsx"]

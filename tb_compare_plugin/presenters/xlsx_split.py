@@ -317,8 +317,11 @@ class SplitWorkbook:
             if self._early or self._b is None:   # a failure is queued: nothing comes before it
                 self._due.clear()
                 return False
-            if wait is not None and not select.select([self._b], [], [], wait)[0]:
-                return False
+            if wait is not None:                # poll, not select: any descriptor number (a
+                ready = select.poll()           # process with 1024+ files open, as a test run is)
+                ready.register(self._b, select.POLLIN)
+                if not ready.poll(max(0, int(wait * 1000))):
+                    return False
             kind, msg = self._due.pop(0), _recv(self._b)
             if msg is None or msg[0] == "error":
                 self._early.append(msg)
