@@ -1,5 +1,4 @@
-"""The program's last step (``cli._leave_now``; the forked fork server's too, ``forkserver_fork``):
-its memory's teardown handed to a process that
+"""The program's last step (``cli._leave_now``): its memory's teardown handed to a process that
 outlives it, so the one who waits for ``tb-compare`` (a shell, a script, the bench) does not wait
 for the kernel to free it.
 
@@ -29,12 +28,6 @@ LINGER_US = 100_000
 enough for this process to be gone first, so that it is the last to hold the memory."""
 
 _STACK = 64 << 10
-ENV = "TB_COMPARE_EXIT_HANDOVER"
-"""``0`` (``false``, ``no``, ``off``): :func:`hand_over` does nothing (every exit tears down as before)."""
-
-
-def wanted() -> bool:
-    return os.environ.get(ENV, "1").strip().lower() not in ("0", "false", "no", "off")
 
 
 def _close_all_but_unlinked_files() -> None:
@@ -59,7 +52,7 @@ def hand_over() -> bool:
     """Hand this process's teardown to a process that outlives it (see the module); call right
     before ``os._exit``, with everything flushed and the exit hooks run: the standard streams
     and every pipe are closed here.  True when it was handed over."""
-    if not wanted() or not sys.platform.startswith("linux") or os.uname().machine not in ("x86_64", "aarch64"):
+    if not sys.platform.startswith("linux") or os.uname().machine not in ("x86_64", "aarch64"):
         return False
     try:
         import ctypes

@@ -15,8 +15,7 @@ Only where this is safe and reproduces the standard start: a process with no oth
 (3.11); :func:`start` returns False otherwise and the caller starts the fork server the usual way.
 The fork server leaves the CLI's state behind: the caller's signal handlers are reset to the
 defaults (SIGINT stays blocked, as the caller blocked it for the start), it never runs the
-caller's exit handlers (it ends with ``os._exit``, its memory's teardown handed to a process that
-outlives it: :mod:`..exit_handover`), and it closes its copy of the write end of
+caller's exit handlers (it ends with ``os._exit``), and it closes its copy of the write end of
 its "alive" pipe, so it ends when the CLI process and the parsers are gone, as the usual one does.
 """
 from __future__ import annotations
@@ -128,10 +127,4 @@ def _serve(listener_fd: int, alive_r: int, alive_w: int, preload: list) -> None:
         except BaseException:  # noqa: BLE001
             pass
     finally:
-        if code == 0:   # the CLI waits for this exit (before the workbook's fork): the teardown is another's
-            try:
-                from ..exit_handover import hand_over
-                hand_over()
-            except BaseException:  # noqa: BLE001 - then this process tears itself down
-                pass
         os._exit(code)
