@@ -601,9 +601,7 @@ def _leave_now(code: int) -> None:
     hooks (they remove the scratch folders and unlink the semaphores), and exit without freeing
     the profiles, the comparison and every module Python imported one object at a time (``run``
     keeps them referenced until here): on the 1 GB pair that teardown was ~0.3 s of CPU, and
-    most of a second on a busy machine, after the answer was out.  Nor does the waiter wait for the
-    kernel to free this process's memory and hand-off files (:mod:`.exit_handover`;
-    ``TB_COMPARE_EXIT_HANDOVER=0``: it does)."""
+    most of a second on a busy machine, after the answer was out."""
     status = code
     mark("cli: leaving")
     for stream in (sys.stdout, sys.stderr):
@@ -615,9 +613,6 @@ def _leave_now(code: int) -> None:
     import atexit
     try:
         atexit._run_exitfuncs()
-        if os.environ.get("TB_COMPARE_EXIT_HANDOVER", "1").strip().lower() not in ("0", "false", "no", "off"):
-            from .exit_handover import hand_over
-            hand_over()                 # the kernel's teardown of this process: another's, later
     finally:
         os._exit(status)
 
