@@ -211,6 +211,19 @@ def _str_end(b, i, n, allow_u):
 
 
 @inline
+def _exponent_end(b, i, n):
+    """Just after a number's 'e' / 'E': the index after its exponent's sign and digits, -1 when
+    no digit follows."""
+    if i < n and (_ld1(b, i) == 43 or _ld1(b, i) == 45):
+        i += 1
+    if i >= n or not (48 <= _ld1(b, i) <= 57):
+        return -1
+    while i < n and 48 <= _ld1(b, i) <= 57:
+        i += 1
+    return i
+
+
+@inline
 def _num_end_bytes(b, i, n):
     """A JSON number at _ld1(b, i): (end, is_int, digits before the dot, digits after, exponent seen,
     v); v is the value of all the digits (the dot left out) when they are at most 18, or an int of
@@ -247,17 +260,12 @@ def _num_end_bytes(b, i, n):
                 v = 9007199254740992                   # (only the 18 first digits are kept)
             fd += 1
             i += 1
-    exp = False
-    if i < n and (_ld1(b, i) == 101 or _ld1(b, i) == 69):
+    exp = i < n and (_ld1(b, i) == 101 or _ld1(b, i) == 69)
+    if exp:
         isint = False
-        exp = True
-        i += 1
-        if i < n and (_ld1(b, i) == 43 or _ld1(b, i) == 45):
-            i += 1
-        if i >= n or not (48 <= _ld1(b, i) <= 57):
+        i = _exponent_end(b, i + 1, n)
+        if i < 0:
             return -1, False, 0, 0, False, 0
-        while i < n and 48 <= _ld1(b, i) <= 57:
-            i += 1
     return i, isint, wd, fd, exp, v
 
 
@@ -324,17 +332,12 @@ def _num_end(b, i, n):
             v = v * _IPOW10[fd] + np.int64(uf)
         else:
             v = 9007199254740992                        # (only the 18 first digits are kept)
-    exp = False
-    if i < n and (_ld1(b, i) == 101 or _ld1(b, i) == 69):
+    exp = i < n and (_ld1(b, i) == 101 or _ld1(b, i) == 69)
+    if exp:
         isint = False
-        exp = True
-        i += 1
-        if i < n and (_ld1(b, i) == 43 or _ld1(b, i) == 45):
-            i += 1
-        if i >= n or not (48 <= _ld1(b, i) <= 57):
+        i = _exponent_end(b, i + 1, n)
+        if i < 0:
             return -1, False, 0, 0, False, 0
-        while i < n and 48 <= _ld1(b, i) <= 57:
-            i += 1
     return i, isint, wd, fd, exp, v
 
 

@@ -490,14 +490,7 @@ def _operator_table(cmp, b_w: int) -> None:
         m = None
         _send(b_w, ("none",))
     mark("xlsx child: pairs sent")
-    table = None
-    if m is not None:
-        try:
-            table = ("ops", cmp.analysis("operator"))
-        except Exception:  # noqa: BLE001 - the parent computes it again and reports it
-            table = None
-    _send(b_w, table or ("no ops",))
-    mark("xlsx child: operator table sent")
+    _operator_stats_out(cmp, m is not None, b_w)
 
 
 def _extras_out(cmp, names: tuple, b_w: int) -> None:
