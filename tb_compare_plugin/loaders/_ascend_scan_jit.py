@@ -89,26 +89,23 @@ def _ld8(typingctx, addr, idx):
     return sig, codegen
 
 
+def _load64(context, builder, signature, args):
+    """Code of :func:`_ldq` and :func:`_ldw`: the 8 bytes at ``addr + idx`` (one load; the two
+    differ only in the type numba gives the result)."""
+    a, i = args
+    return builder.load(builder.inttoptr(builder.add(a, i), ir.IntType(64).as_pointer()))
+
+
 @intrinsic
 def _ldq(typingctx, addr, idx):
     """The int64 at address ``addr + idx`` (8-aligned table entries)."""
-    sig = types.int64(addr, idx)
-
-    def codegen(context, builder, signature, args):
-        a, i = args
-        return builder.load(builder.inttoptr(builder.add(a, i), ir.IntType(64).as_pointer()))
-    return sig, codegen
+    return types.int64(addr, idx), _load64
 
 
 @intrinsic
 def _ldw(typingctx, addr, idx):
     """The uint64 at address ``addr + idx`` (8-aligned table entries)."""
-    sig = types.uint64(addr, idx)
-
-    def codegen(context, builder, signature, args):
-        a, i = args
-        return builder.load(builder.inttoptr(builder.add(a, i), ir.IntType(64).as_pointer()))
-    return sig, codegen
+    return types.uint64(addr, idx), _load64
 
 
 @intrinsic
