@@ -221,17 +221,27 @@ def _exponent_end(b, i, n):
 
 
 @inline
+def _num_start(b, i, n):
+    """Where a JSON number's digits start at _ld1(b, i) (past a minus sign); -1 when no number
+    starts there (no digit, or a 0 followed by a digit)."""
+    if _ld1(b, i) == 45:
+        i += 1
+    if i >= n or not (48 <= _ld1(b, i) <= 57):
+        return -1
+    if _ld1(b, i) == 48 and i + 1 < n and 48 <= _ld1(b, i + 1) <= 57:
+        return -1
+    return i
+
+
+@inline
 def _num_end_bytes(b, i, n):
     """A JSON number at _ld1(b, i): (end, is_int, digits before the dot, digits after, exponent seen,
     v); v is the value of all the digits (the dot left out) when they are at most 18, or an int of
     19 digits within int64; -1 for a longer int, 2**53 when there are more than 18 digits with a
     dot.  End -1 when it is not a JSON number.  Byte by byte: :func:`_num_end` (the same answers)
     reads the digits a word at a time and comes here for more than 18 digits before the dot."""
-    if _ld1(b, i) == 45:
-        i += 1
-    if i >= n or not (48 <= _ld1(b, i) <= 57):
-        return -1, False, 0, 0, False, 0
-    if _ld1(b, i) == 48 and i + 1 < n and 48 <= _ld1(b, i + 1) <= 57:
+    i = _num_start(b, i, n)
+    if i < 0:
         return -1, False, 0, 0, False, 0
     v = 0
     wd = 0
@@ -308,11 +318,8 @@ def _digits(b, i, n):
 def _num_end(b, i, n):
     """:func:`_num_end_bytes` with the digits read a word at a time (the same answers)."""
     i0 = i
-    if _ld1(b, i) == 45:
-        i += 1
-    if i >= n or not (48 <= _ld1(b, i) <= 57):
-        return -1, False, 0, 0, False, 0
-    if _ld1(b, i) == 48 and i + 1 < n and 48 <= _ld1(b, i + 1) <= 57:
+    i = _num_start(b, i, n)
+    if i < 0:
         return -1, False, 0, 0, False, 0
     i, uv, wd = _digits(b, i, n)
     if wd > 18:
