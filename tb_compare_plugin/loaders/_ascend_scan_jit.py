@@ -9,6 +9,10 @@ one cache line); the spans first seen in this chunk are listed so the caller dec
 It checks the JSON it walks at least as strictly as msgspec does (grammar, escapes, control
 characters, nesting); anything it does not accept, or cannot read exactly, returns a status other
 than OK and the caller hands the chunk to the general decoder.
+
+The memory intrinsics (``_ld1``/``_ld8``/``_ldq``/``_ldw``/``_stw``/``_low``) and the key-prediction
+helpers are written in each scanner module, not shared: numba's cache checks only the cached
+function's own file, so a change in a shared module would leave the cached scanners stale.
 """
 import numba as nb
 import numpy as np

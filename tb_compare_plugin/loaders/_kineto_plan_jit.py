@@ -22,7 +22,7 @@ from .kineto_values import (C_FLOW, C_FWDBWD, C_KERNEL, C_MEM, C_MEMCPY, C_MEMSE
 jit = nb.njit(cache=True, nogil=True, boundscheck=False)
 inline = nb.njit(cache=True, nogil=True, boundscheck=False, inline="always")
 
-SCANNER_SHA1 = "ec7d3384efbef70ec08c06890eb41bcaa6d58556"
+SCANNER_SHA1 = "5dad7ce527001c08988d45fcec3e2fbc74e4fcbc"
 """sha1 of ``_kineto_scan_jit.py`` + ``kineto_scan_codes.py`` (in that order) as this file was last
 compiled against.  :func:`scan_plan`'s compiled code holds the scanner's (numba links callees in),
 and numba's cache checks only this file: a scanner changed alone would leave the cached

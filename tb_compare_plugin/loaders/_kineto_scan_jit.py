@@ -8,7 +8,11 @@ reads the buffer falls back to a byte loop within 8 bytes of its end.
 
 The helpers take the buffer as its address (``b.ctypes.data``), not as an array: numba updates an
 array's reference count (an atomic increment and decrement) wherever one is passed, even to an
-inlined function, and that was ~40% of the scanner's time."""
+inlined function, and that was ~40% of the scanner's time.
+
+The memory intrinsics (``_ld1``/``_ld8``/``_ldq``/``_ldw``/``_stw``/``_low``) and the key-prediction
+helpers are written in each scanner module, not shared: numba's cache checks only the cached
+function's own file, so a change in a shared module would leave the cached scanners stale."""
 import numba as nb
 import numpy as np
 from llvmlite import ir
