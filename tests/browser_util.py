@@ -47,7 +47,9 @@ class ConsoleWatch:
 
     def _console(self, msg) -> None:
         if msg.type == "error" and not any(h in msg.text for h in HARMLESS):
-            self.messages.append(msg.text)
+            where = (msg.location or {}).get("url") or ""
+            # a failed resource names its URL, so a failing test says which request it was
+            self.messages.append(f"{msg.text} [{where}]" if where and msg.text.startswith("Failed to load") else msg.text)
 
     def _response(self, resp) -> None:
         if resp.status == 404:

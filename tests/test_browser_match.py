@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 
 import pytest
 
@@ -51,6 +52,31 @@ def tb(tmp_path_factory, export_dir):
         yield server
 
 
+class MapRequests:
+    """The page's requests in order, to check that removing a name map (Undo of the edit that
+    made it, or Remove) sends no request naming it afterwards, and that the ones still under
+    way then are aborted rather than answered 400."""
+
+    def __init__(self, page) -> None:
+        self.events: list[tuple[str, str]] = []
+        page.on("request", lambda r: self.events.append(("sent", r.url)))
+        page.on("requestfinished", lambda r: self.events.append(("done", r.url)))
+        page.on("requestfailed", lambda r: self.events.append(("aborted", r.url)))
+
+    def mark(self) -> int:
+        return len(self.events)
+
+    def check_removed(self, since: int, name: str) -> None:
+        """Since event `since`: after the remove request of `name`, no request names it, and
+        none naming it is answered after that."""
+        ev = self.events[since:]
+        rm = [i for i, (k, u) in enumerate(ev) if k == "sent" and u.endswith("/name_maps/remove")]
+        assert rm, "no name_maps/remove request"
+        naming = re.compile(rf"[?&]name_map={re.escape(name)}(&|$)")
+        late = [(k, u) for k, u in ev[rm[0]:] if naming.search(u) and k != "aborted"]
+        assert late == [], f"requests naming the removed map {name} after its removal: {late}"
+
+
 def statistic_names(data: bytes) -> list[str]:
     import openpyxl
     wb = openpyxl.load_workbook(io.BytesIO(data), read_only=True)
@@ -59,6 +85,7 @@ def statistic_names(data: bytes) -> list[str]:
 
 def test_pair_split_undo_save_reload_remove(browser, tb, export_dir):
     t = PluginTab(PluginTab.new_page(browser, 1400, 900))
+    reqs = MapRequests(t.page)
     f, page = t.f, t.page
     page.goto(tb.url + f"/#profile_compare&{P}b={BASE}&{P}t={TARGET}")
     hint = f.locator(f'{CONTENT} li[data-role="matching-hint"]')
@@ -149,11 +176,13 @@ def test_pair_split_undo_save_reload_remove(browser, tb, export_dir):
     item.locator('button[data-role="use-map"]').click()
     t.wait(lambda: hash_params(page).get(P + "nm") == nm and hint.count() == 1
            and int(hint.get_attribute("data-baseline-only")) < only0, 120)
+    since = reqs.mark()
     item.locator('button[data-role="remove-map"]').click()
     t.wait(lambda: f.locator(f'[data-role="name-maps"] li[data-map="{nm}"]').count() == 0, 20)
     t.wait(lambda: P + "nm" not in hash_params(page) and hint.count() == 1
            and int(hint.get_attribute("data-baseline-only")) == only0, 120)
     assert not (export_dir / "name_maps" / f"{nm}.json").exists()
+    reqs.check_removed(since, nm)
     f.locator("details.settings > summary").click()
     f.locator('button.tab[data-view="operator"]').click()
     f.locator(f'{CONTENT} input[type="search"]').first.fill("MaxPool2DWithIndices")
@@ -175,6 +204,7 @@ def module_sheet_names(data: bytes) -> list[str]:
 
 def test_module_view_pair_split_undo(browser, tb, export_dir):
     t = PluginTab(PluginTab.new_page(browser, 1400, 900))
+    reqs = MapRequests(t.page)
     f, page = t.f, t.page
     page.goto(tb.url + f"/#profile_compare&{P}b={S_NPU}&{P}t={S_GPU}")
     hint = f.locator(f'{CONTENT} li[data-role="matching-hint"]')
@@ -229,9 +259,12 @@ def test_module_view_pair_split_undo(browser, tb, export_dir):
     # Undo from the Module view: the map made by the edit is gone, the original matching back
     f.locator('button.tab[data-view="module"]').click()
     t.wait(lambda: (ATTN, "aten::npu_format_cast") in rows(), 60)
+    since = reqs.mark()
     f.locator('button[data-role="match-undo"]').click()
     t.wait(lambda: P + "nm" not in hash_params(page), 60)
-    assert not (export_dir / "name_maps" / f"{nm}.json").exists()
+    t.wait(lambda: not (export_dir / "name_maps" / f"{nm}.json").exists(), 30)
+    t.wait(lambda: (ATTN, "aten::npu_format_cast") in rows(), 60)
+    reqs.check_removed(since, nm)
 
     # a wrong pair inside a module, from a saved map: loaded from the settings, split in the tree
     tb.post_json("/data/plugin/profile_compare/name_maps/save",

@@ -38,12 +38,29 @@ function errorText(resp: Response, body: unknown): string {
   return `${resp.status} ${resp.statusText || "error"}`;
 }
 
-/** GET a JSON route: the body, a Loading marker for 202, or an ApiError. */
-export async function getJSON<T>(url: string): Promise<T | Loading> {
+/**
+ * The requests of the content shown now. Drawing other content (another view, pair or name map)
+ * aborts them: their answers are of no use, they would hold the browser's few connections, and
+ * one naming a name map that Undo has just removed would be answered 400.
+ */
+let shown = new AbortController();
+
+export function abortShown(): void {
+  shown.abort();
+  shown = new AbortController();
+}
+
+function aborted(e: unknown): boolean {
+  return e instanceof DOMException && e.name === "AbortError";
+}
+
+/** GET a JSON route: the body, a Loading marker for 202, or an ApiError (Stale when `signal` aborted it). */
+export async function getJSON<T>(url: string, signal?: AbortSignal): Promise<T | Loading> {
   let resp: Response;
   try {
-    resp = await fetch(url, {headers: {Accept: "application/json"}, cache: "no-store"});
+    resp = await fetch(url, {headers: {Accept: "application/json"}, cache: "no-store", signal});
   } catch (e) {
+    if (aborted(e)) throw new Stale();
     throw new ApiError(0, `network error: ${(e as Error).message || e}`);
   }
   const body = await parse(resp);
@@ -67,6 +84,11 @@ export async function postJSON<T>(url: string, payload: unknown): Promise<T> {
   const body = await parse(resp);
   if (!resp.ok) throw new ApiError(resp.status, errorText(resp, body));
   return body as T;
+}
+
+/** The signal of the content shown now, for a view's own polling loop. */
+export function shownSignal(): AbortSignal {
+  return shown.signal;
 }
 
 export function isLoading(x: unknown): x is Loading {
@@ -94,14 +116,17 @@ export function clearCache(): void {
 
 /**
  * GET until the answer is ready: 202 answers call onProgress and are polled again
- * (backing off to 2 s). `alive()` going false aborts with Stale.
+ * (backing off to 2 s). `alive()` going false, or the content it was asked for being replaced
+ * (`abortShown`), aborts with Stale.
  */
 export async function fetchReady<T>(u: string, alive: () => boolean,
                                     onProgress: (l: Loading) => void): Promise<T> {
   if (cache.has(u)) return cache.get(u) as T;
+  const signal = shownSignal();
   let wait = 400;
   for (;;) {
-    const r = await getJSON<T>(u);
+    if (!alive()) throw new Stale();
+    const r = await getJSON<T>(u, signal);
     if (!alive()) throw new Stale();
     if (!isLoading(r)) {
       cache.set(u, r);
@@ -124,13 +149,16 @@ export async function postReady<T>(route: string, payload: Record<string, unknow
                                    onProgress: (l: Loading) => void): Promise<T> {
   const key = `POST ${route} ${JSON.stringify(payload)}`;
   if (cache.has(key)) return cache.get(key) as T;
+  const signal = shownSignal();
   let wait = 400;
   for (;;) {
+    if (!alive()) throw new Stale();
     let resp: Response;
     try {
       resp = await fetch(route, {method: "POST", headers: {"Content-Type": "application/json", Accept: "application/json"},
-                                 body: JSON.stringify(payload), cache: "no-store"});
+                                 body: JSON.stringify(payload), cache: "no-store", signal});
     } catch (e) {
+      if (aborted(e)) throw new Stale();
       throw new ApiError(0, `network error: ${(e as Error).message || e}`);
     }
     const body = await parse(resp);

@@ -4,7 +4,7 @@
  * loads workers before comparing (POST load, poll runs with progress), draws the current view
  * from the view registry, keeps the URL hash in sync and refreshes on TensorBoard's reload.
  */
-import {ApiError, clearCache, getJSON, isLoading, postJSON, Stale} from "./api";
+import {abortShown, ApiError, clearCache, getJSON, isLoading, postJSON, Stale} from "./api";
 import {h, replace, sleep} from "./dom";
 import {findWorker, pairSides, Picker, type SideKey} from "./picker";
 import {availableViews, homeView, unavailableReason, type ViewCtx, viewDef, viewLabel, views} from "./registry";
@@ -276,6 +276,7 @@ export class App {
     const key = this.contentKey();
     if (!force && key === this.shownKey) return;
     this.shownKey = key;
+    abortShown();                      // the requests of the content drawn so far are of no use now
     const tok = ++this.seq;
     void this.renderContent(() => tok === this.seq).catch((e) => {
       if (!(e instanceof Stale) && tok === this.seq) replace(this.content, failure("This view", e));

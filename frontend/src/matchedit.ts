@@ -122,6 +122,8 @@ export class MatchEditor {
   }
 
   private async remove(name: string): Promise<void> {
+    const wasCurrent = this.app.current() === name;
+    if (wasCurrent) this.use("");                // leave the map before it goes (see undo)
     try {
       await postJSON("name_maps/remove", {name});
     } catch (e) {
@@ -130,8 +132,7 @@ export class MatchEditor {
     }
     this.undoSteps = this.undoSteps.filter((u) => u.mapName !== name);
     await this.refreshMaps();
-    if (this.app.current() === name) this.use("");
-    else this.say(`Removed the name map ${name}.`);
+    this.say(wasCurrent ? `Removed the name map ${name}; original matching (no name map).` : `Removed the name map ${name}.`);
   }
 
   // -- edits -------------------------------------------------------------------------------
@@ -173,16 +174,25 @@ export class MatchEditor {
   async undo(): Promise<void> {
     const step = this.undoSteps.pop();
     if (!step) return;
+    if (step.created) {
+      // Leave the map before removing it: drawing the views anew aborts their requests that name
+      // it, so none reaches the server after it is gone (which would answer 400).
+      clearCache();
+      this.app.useMap(step.prevCurrent);
+    }
     try {
       if (step.created) await postJSON("name_maps/remove", {name: step.mapName});
       else await postJSON("name_maps/save", {name: step.mapName, pairs: step.before});
     } catch (e) {
       this.say(`Undo failed: ${(e as Error).message}`, true);
+      void this.refreshMaps();
       return;
     }
     this.say(`Undone: ${step.what}.`);
-    clearCache();
-    this.app.useMap(step.created ? step.prevCurrent : step.mapName);
+    if (!step.created) {
+      clearCache();
+      this.app.useMap(step.mapName);
+    }
     void this.refreshMaps();
   }
 

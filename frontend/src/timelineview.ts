@@ -16,7 +16,7 @@
  * "find:<side>:<kernel|operator>" with `q` = a name (opened from a table row: the first such
  * item of the step is found, selected and the sides aligned on it).
  */
-import {getJSON, isLoading, Stale, url} from "./api";
+import {getJSON, isLoading, shownSignal, Stale, url} from "./api";
 import {h, replace, sleep} from "./dom";
 import {fmtNum, fmtSigned, isNum} from "./format";
 import type {ViewCtx, ViewDef} from "./registry";
@@ -60,9 +60,11 @@ type RangeAnswer = Record<string, unknown> & {
 
 /** GET a JSON route until it is ready (202: polled); `alive()` false → Stale. No caching: windows are big. */
 async function getReady<T>(u: string, alive: () => boolean): Promise<T> {
+  const signal = shownSignal();
   let wait = 250;
   for (;;) {
-    const r = await getJSON<T>(u);
+    if (!alive()) throw new Stale();
+    const r = await getJSON<T>(u, signal);
     if (!alive()) throw new Stale();
     if (!isLoading(r)) return r;
     await sleep(wait);
