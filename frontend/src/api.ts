@@ -135,7 +135,6 @@ export async function fetchReady<T>(u: string, alive: () => boolean,
     }
     onProgress(r);
     await sleep(wait);
-    if (!alive()) throw new Stale();
     wait = Math.min(2000, wait * 1.5);
   }
 }
@@ -173,7 +172,6 @@ export async function postReady<T>(route: string, payload: Record<string, unknow
     onProgress({loading: true, progress: typeof b.progress === "number" ? b.progress : null,
                 message: typeof b.error === "string" ? b.error : "working…"});
     await sleep(wait);
-    if (!alive()) throw new Stale();
     wait = Math.min(2000, wait * 1.5);
   }
 }

@@ -7,7 +7,7 @@
  * matching hint and the workbook follow it. A pair of identical names cannot be split by a name
  * map: its split button says so and is disabled.
  */
-import {clearCache, fetchReady, getJSON, isLoading, postJSON, Stale, url} from "./api";
+import {fetchReady, getJSON, isLoading, postJSON, Stale, url} from "./api";
 import {h, replace} from "./dom";
 import {fmtNum} from "./format";
 import type {ViewCtx} from "./registry";
@@ -61,7 +61,7 @@ interface UndoStep {
 }
 
 export interface EditorHost {
-  /** Make `name` the current map ("" none) and draw every view anew. */
+  /** Make `name` the current map ("" none), the cached answers dropped, and draw every view anew. */
   useMap(name: string): void;
   current(): string;
   pair(): {base: SideSel; target: SideSel} | null;
@@ -166,7 +166,6 @@ export class MatchEditor {
     this.undoSteps.push({mapName: r.name, before: r.previous, prevCurrent, created,
                          what: action === "pair" ? `pair ${bName} with ${tName}` : `split ${bName} from ${tName}`});
     this.say(`${action === "pair" ? "Paired" : "Split"}: ${bName} ${action === "pair" ? "↔" : "✕"} ${tName} (saved in ${r.name}).`);
-    clearCache();
     this.app.useMap(r.name);
     void this.refreshMaps();
   }
@@ -177,7 +176,6 @@ export class MatchEditor {
     if (step.created) {
       // Leave the map before removing it: drawing the views anew aborts their requests that name
       // it, so none reaches the server after it is gone (which would answer 400).
-      clearCache();
       this.app.useMap(step.prevCurrent);
     }
     try {
@@ -189,10 +187,7 @@ export class MatchEditor {
       return;
     }
     this.say(`Undone: ${step.what}.`);
-    if (!step.created) {
-      clearCache();
-      this.app.useMap(step.mapName);
-    }
+    if (!step.created) this.app.useMap(step.mapName);
     void this.refreshMaps();
   }
 

@@ -68,7 +68,6 @@ async function getReady<T>(u: string, alive: () => boolean): Promise<T> {
     if (!alive()) throw new Stale();
     if (!isLoading(r)) return r;
     await sleep(wait);
-    if (!alive()) throw new Stale();
     wait = Math.min(1500, wait * 1.5);
   }
 }
