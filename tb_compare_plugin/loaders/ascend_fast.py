@@ -14,11 +14,13 @@ per distinct raw text over the whole file (the scanner's cross-chunk table).
 Used for traces of :data:`FAST_MIN_BYTES` or more (``TB_COMPARE_FAST_ASCEND``: 0 never, 1 always);
 numba is an install requirement; when it cannot run here the general decoder is used and the
 profile's warnings say so, as they do when >= 4 MB of a trace fell back.  The JIT cache is the
-Kineto scanner's per-user folder (:func:`kineto_scan.jit_cache_dir`).
+Kineto scanner's per-user folder (:func:`kineto_scan.jit_cache_dir`); the compiled scanner is read
+from its bundle there when it has one, without importing numba (:mod:`..model.jit_bundle`).
 """
 from __future__ import annotations
 
 import os
+import sys
 
 import msgspec
 import numpy as np
@@ -26,6 +28,7 @@ import numpy as np
 from .ascend_events import GROUP_FIELDS, HCCL, HW, M, OPS, PY, TEXT
 from .jit_warm import FAST_MIN_BYTES
 from .kineto_scan import jit_cache_dir
+from ..model import jit_bundle
 from ..model.jit import writable_view
 
 # FAST_MIN_BYTES: smaller traces use the general decoder unless asked: a process's first scan costs
@@ -58,23 +61,30 @@ def _compile():
     if d and "NUMBA_CACHE_DIR" not in os.environ:
         os.environ["NUMBA_CACHE_DIR"] = d
     try:
-        from numba.core import config
-        if d and not config.CACHE_DIR:
-            config.CACHE_DIR = d
-        from . import _ascend_scan_jit as jit
-        _jit = jit
-        s = Scanner()
-        got = s._scan(np.frombuffer(bytearray(b'[{"ph": "X", "ts": "1.000", "args": {"Task Id": 1, "x": [{}]}}]'), np.uint8))
-        if got[0] != jit.OK:
-            raise RuntimeError(f"the scanner refused its own test chunk (status {got[0]})")
-        rows = np.zeros(1, np.int64)                # (loads the column kernels too)
-        if (s._ints(jit.F_A0 + ARG_FIELDS.index("task_id"), rows)[1].tolist() != [1]
-                or s._texts(_Probe(), jit.F_NAME, rows)[1].tolist() != [-1]):
-            raise RuntimeError("the column kernels gave wrong values on the test chunk")
+        if "numba" in sys.modules:                  # (else it reads NUMBA_CACHE_DIR when imported)
+            from numba.core import config
+            if d and not config.CACHE_DIR:
+                config.CACHE_DIR = d
+        _jit = jit_bundle.provide(__package__ + "._ascend_scan_jit", _self_test)
     except Exception as e:              # numba missing or unusable on this platform
         _jit = None
         _import_error = f"numba unavailable ({type(e).__name__}: {e})"
     return _jit
+
+
+def _self_test(jit) -> None:
+    """Scan a test chunk and read its columns with ``jit``'s kernels (loads them all); raises when
+    an answer is wrong."""
+    global _jit
+    _jit = jit
+    s = Scanner()
+    got = s._scan(np.frombuffer(bytearray(b'[{"ph": "X", "ts": "1.000", "args": {"Task Id": 1, "x": [{}]}}]'), np.uint8))
+    if got[0] != jit.OK:
+        raise RuntimeError(f"the scanner refused its own test chunk (status {got[0]})")
+    rows = np.zeros(1, np.int64)                # (loads the column kernels too)
+    if (s._ints(jit.F_A0 + ARG_FIELDS.index("task_id"), rows)[1].tolist() != [1]
+            or s._texts(_Probe(), jit.F_NAME, rows)[1].tolist() != [-1]):
+        raise RuntimeError("the column kernels gave wrong values on the test chunk")
 
 
 class _Probe:

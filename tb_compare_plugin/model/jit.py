@@ -18,7 +18,8 @@ refuses to compile a write into a read-only array, and both forms compiled).
 
 numba keeps the compiled kernels in the JIT cache folder the Kineto scanner uses
 (``loaders.kineto_scan.jit_cache_dir``: ``$NUMBA_CACHE_DIR``, else a per-user folder); the first
-use on a machine compiles them (a few seconds, once).
+use on a machine compiles them (a few seconds, once).  Once they were read back from that cache,
+a bundle of them lets later processes call them without importing numba (:mod:`.jit_bundle`).
 """
 from __future__ import annotations
 
@@ -83,15 +84,22 @@ def _load() -> None:
         if d and "NUMBA_CACHE_DIR" not in os.environ and "numba" not in sys.modules:
             os.environ["NUMBA_CACHE_DIR"] = d       # numba reads it when it is first imported
         try:
-            from numba.core import config
-            if d and not config.CACHE_DIR:
-                config.CACHE_DIR = d
-            from . import _sweeps_jit as mod
-            mod.warm()
+            if "numba" in sys.modules:              # (else it reads NUMBA_CACHE_DIR when imported)
+                from numba.core import config
+                if d and not config.CACHE_DIR:
+                    config.CACHE_DIR = d
+            from . import jit_bundle
+            mod = jit_bundle.provide(__package__ + "._sweeps_jit", _warm)
         except Exception as e:          # numba missing or unusable on this platform
             _error = f"numba unavailable ({type(e).__name__}: {e})"
             return
         _mod = _Kernels(mod)
+
+
+def _warm(mod) -> None:
+    """numba's module: run every kernel once (loads them from numba's cache); a bundle's are loaded."""
+    if hasattr(mod, "warm"):
+        mod.warm()
 
 
 class _Array:
@@ -121,8 +129,9 @@ class _Kernels:
         self._mod = mod
 
     def __getattr__(self, name):
+        from .jit_bundle import Kernel
         f = getattr(self._mod, name)
-        if not hasattr(f, "py_func"):               # not a numba dispatcher
+        if not (hasattr(f, "py_func") or isinstance(f, Kernel)):    # not a kernel
             return f
 
         def call(*args):
