@@ -1,9 +1,11 @@
-"""model.jit_bundle: the Ascend scanner and the model's kernels read back without importing numba.
+"""model.jit_bundle: the Ascend and Kineto scanners, the quick plan and the model's kernels read back
+without importing numba.
 
-Each run is a fresh Python process (:data:`_RUN`) that loads both kernel modules the way the
-parsers do (``ascend_fast.available``, ``jit.kernels``), answers a fixed set of kernel calls (the
-model's kernels on seeded inputs, the scanner over a corpus ``trace_view.json`` or its own test
-chunk) and says whether numba was imported and why a bundle was not used.  The bundles go to a
+Each run is a fresh Python process (:data:`_RUN`) that loads the four kernel modules the way the
+parsers do (``ascend_fast.available``, ``kineto_scan.available``, ``kineto_plan.warm``,
+``jit.kernels``), answers a fixed set of calls (the model's kernels on seeded inputs, the Ascend
+scanner over a corpus ``trace_view.json`` or its own test chunk, a corpus Kineto trace loaded by
+the scanner and its quick plan) and says whether numba was imported and why a bundle was not used.  The bundles go to a
 scratch folder (``TB_COMPARE_JIT_BUNDLE_DIR``); numba's own cache is the suite's.
 """
 from __future__ import annotations
@@ -22,10 +24,14 @@ from tb_compare_plugin.loaders import ascend_fast
 from tb_compare_plugin.model import jit, jit_bundle
 
 ROOT = Path(__file__).resolve().parent.parent
-CORPUS_TRACE = ROOT.parent / "shared" / "corpus" / "npu" / "alexnet_ddp_2rank_level1" / "rank0_ascend_pt" / \
-    "ASCEND_PROFILER_OUTPUT" / "trace_view.json"
+CORPUS = ROOT.parent / "shared" / "corpus"
+CORPUS_TRACE = CORPUS / "npu" / "alexnet_ddp_2rank_level1" / "rank0_ascend_pt" / "ASCEND_PROFILER_OUTPUT" / "trace_view.json"
+GPU_TRACE = CORPUS / "gpu" / "kineto_resnet50_num_workers_0" / "worker0.1623143089861.pt.trace.json.gz"
 ASCEND = "tb_compare_plugin.loaders._ascend_scan_jit"
 SWEEPS = "tb_compare_plugin.model._sweeps_jit"
+KSCAN = "tb_compare_plugin.loaders._kineto_scan_jit"
+KPLAN = "tb_compare_plugin.loaders._kineto_plan_jit"
+ALL = {ASCEND: None, SWEEPS: None, KSCAN: None, KPLAN: None}
 
 pytestmark = [
     pytest.mark.skipif(not sys.platform.startswith("linux"), reason="bundles are read on Linux only"),
@@ -34,11 +40,13 @@ pytestmark = [
 ]
 
 _RUN = r"""
-import hashlib, json, os, sys
+import dataclasses, hashlib, json, os, sys
 import numpy as np
-from tb_compare_plugin.loaders import ascend_fast
+from tb_compare_plugin.loaders import ascend_fast, kineto_json, kineto_plan, kineto_scan
 from tb_compare_plugin.model import jit, jit_bundle
 assert ascend_fast.available(), ascend_fast.unavailable_reason()
+assert kineto_scan.available(), kineto_scan.unavailable_reason()
+kineto_plan.warm()
 k = jit.kernels(jit.IMPORT_ROWS)
 out = []
 rng = np.random.default_rng(7)
@@ -59,7 +67,28 @@ ro = start.copy(); ro.flags.writeable = False            # (a read-only column: 
 out.append(k.union_sorted(ro, end, order))
 if os.environ.get("ODD_ARGS"):                            # types no bundle holds: numba's own
     out.append(k.id_range(order[::2]))                    # (not contiguous)
-data = open(sys.argv[1], "rb").read() if len(sys.argv) > 1 else \
+def walk(x):
+    if isinstance(x, np.ndarray):
+        yield x
+    elif dataclasses.is_dataclass(x):
+        for f in dataclasses.fields(x):
+            yield from walk(getattr(x, f.name))
+    elif isinstance(x, dict):
+        for key in sorted(x, key=repr):
+            yield repr(key)
+            yield from walk(x[key])
+    elif isinstance(x, (list, tuple)):
+        for v in x:
+            yield from walk(v)
+    elif hasattr(x, "to_csv"):                              # (a DataFrame)
+        yield x.to_csv()
+    elif hasattr(x, "intern_many"):                         # (the symbol table)
+        yield repr(x._strings)
+    else:
+        yield repr(x)
+if os.path.exists(sys.argv[2]):                           # the Kineto scanner, its quick plan, the kernels
+    out.extend(walk(kineto_json.load(sys.argv[2], fast=True)))
+data = open(sys.argv[1], "rb").read() if os.path.exists(sys.argv[1]) else \
     b'[{"ph": "X", "ts": "1.000", "name": "a", "args": {"Task Id": 1, "x": [{}]}}]'
 s = ascend_fast.Scanner()
 status, rows = s._scan(np.frombuffer(bytearray(data), np.uint8))
@@ -68,13 +97,13 @@ h = hashlib.sha1()
 for x in out:
     h.update(np.ascontiguousarray(x).tobytes() if isinstance(x, np.ndarray) else repr(x).encode())
 print(json.dumps({"answers": h.hexdigest(), "rows": int(rows), "numba": "numba" in sys.modules,
-                  "why": {m: jit_bundle.why_not(m) for m in (ASCEND_NAME, SWEEPS_NAME)},
+                  "why": {m: jit_bundle.why_not(m) for m in NAMES},
                   "bundled": hasattr(ascend_fast._jit, "__bundle_engine__")}))
-""".replace("ASCEND_NAME", repr(ASCEND)).replace("SWEEPS_NAME", repr(SWEEPS))
+""".replace("NAMES", repr(sorted(ALL)))
 
 
 def _run(folder: Path, **env) -> dict:
-    args = [sys.executable, "-c", _RUN] + ([str(CORPUS_TRACE)] if CORPUS_TRACE.exists() else [])
+    args = [sys.executable, "-c", _RUN, str(CORPUS_TRACE), str(GPU_TRACE)]
     e = {**os.environ, jit_bundle.DIR_ENV: str(folder), "TB_COMPARE_TIMING": "",
          "NUMBA_CACHE_DIR": jit.cache_dir(), "PYTHONPATH": str(ROOT), **env}
     r = subprocess.run(args, capture_output=True, text=True, timeout=300, env=e, cwd=folder)
@@ -92,14 +121,14 @@ def written(tmp_path_factory):
     folder = tmp_path_factory.mktemp("bundles")
     first = _run(folder)
     assert first["numba"], first
-    assert [p.name.split("-")[2] for p in _bundles(folder)] == ["_ascend_scan_jit", "_sweeps_jit"]
+    assert [p.name.split("-")[2] for p in _bundles(folder)] == sorted(m.rsplit(".", 1)[1] for m in ALL)
     return folder, first
 
 
 def test_the_bundle_answers_as_numba_does_without_importing_it(written):
     folder, first = written
     again = _run(folder)
-    assert again["why"] == {ASCEND: None, SWEEPS: None}, again
+    assert again["why"] == ALL, again
     assert not again["numba"], "numba was imported although both bundles were valid"
     assert again["bundled"] and again["answers"] == first["answers"]
     if CORPUS_TRACE.exists():
@@ -111,7 +140,7 @@ def test_the_bundle_answers_as_numba_does_without_importing_it(written):
 def test_argument_types_no_bundle_holds_go_to_numba(written):
     folder, _ = written
     odd = _run(folder, ODD_ARGS="1")
-    assert odd["numba"] and odd["why"] == {ASCEND: None, SWEEPS: None}
+    assert odd["numba"] and odd["why"] == ALL
     assert odd["answers"] == _run(folder, ODD_ARGS="1", TB_COMPARE_JIT_BUNDLE="0")["answers"]
 
 
@@ -136,7 +165,7 @@ def test_a_damaged_bundle_is_not_used_and_is_written_again(written, tmp_path, da
     path.write_bytes(bytes(data))
     got = _run(folder)
     assert got["numba"] and got["answers"] == written[1]["answers"]
-    assert got["why"][SWEEPS] is None and got["why"][ASCEND], got
+    assert got["why"] == {**ALL, ASCEND: got["why"][ASCEND]} and got["why"][ASCEND], got
     assert ("checksum" if damage == "flip" else "ValueError") in got["why"][ASCEND]
     assert not _run(folder)["numba"], "the bundle was not written again"
 
@@ -145,8 +174,8 @@ def test_a_stale_bundle_is_not_used(written, tmp_path):
     folder = _copy(written, tmp_path)
     got = _run(folder, NUMBA_TBC_TEST_SETTING="1")      # (every NUMBA_ setting is in the key)
     assert got["numba"] and got["answers"] == written[1]["answers"]
-    assert "FileNotFoundError" in got["why"][ASCEND] and "FileNotFoundError" in got["why"][SWEEPS]
-    assert len(_bundles(folder)) == 4                  # (the others' kept: another installation's)
+    assert all("FileNotFoundError" in why for why in got["why"].values()), got
+    assert len(_bundles(folder)) == 2 * len(ALL)                 # (the others' kept: another installation's)
     assert not _run(folder, NUMBA_TBC_TEST_SETTING="1")["numba"]
 
 
@@ -160,7 +189,7 @@ def test_a_symbol_that_does_not_resolve_stops_the_link(written, tmp_path):
     payload = pickle.dumps(b)
     path.write_bytes(jit_bundle.MAGIC + hashlib.sha1(payload).digest() + payload)
     got = _run(folder)
-    assert "tbc_no_such_symbol" in got["why"][SWEEPS] and got["why"][ASCEND] is None
+    assert "tbc_no_such_symbol" in got["why"][SWEEPS] and got["why"] == {**ALL, SWEEPS: got["why"][SWEEPS]}
     assert got["answers"] == written[1]["answers"]
 
 

@@ -1,10 +1,10 @@
 """Imported by the parser processes' fork server when the inputs are big (:mod:`.jit_warm`):
 loads numba and the compiled scanners once, so every forked parser starts with them.
 
-When every part the load wants has a valid bundle (:mod:`..model.jit_bundle`: the Ascend scanner
-and the model's kernels; not the Kineto scanner), numba is not imported at all: the bundles' object
-code is linked with llvmlite alone (~0.05 s of CPU instead of ~0.2 s).  Otherwise numba is loaded
-as below, and the modules it loads write their bundles for the next load.
+When every part the load wants has a valid bundle (:mod:`..model.jit_bundle`), numba is not
+imported at all: the bundles' object code is linked with llvmlite alone (~0.05 s of CPU instead
+of ~0.2 s).  Otherwise numba is loaded as below, and the modules it loads write their bundles for
+the next load.
 
 numba's cache load (``numba.core.caching.Cache.load_overload``) first "refreshes" the CPU target:
 it imports and registers the implementations of everything numba can compile (numpy functions,
@@ -261,14 +261,18 @@ def _libraries_with_known_symbols(folder: str):
             _save_pickle(path, merged)
 
 
-_BUNDLED = {"ascend": "tb_compare_plugin.loaders._ascend_scan_jit", "model": "tb_compare_plugin.model._sweeps_jit"}
+_BUNDLED = {"kineto": ("_kineto_scan_jit", "_kineto_plan_jit"), "ascend": ("_ascend_scan_jit",),
+            "model": ("..model._sweeps_jit",)}
+"""Each part's kernel modules (relative to this package)."""
 
 
 def _bundled(want) -> bool:
     """Whether every part in ``want`` has a valid bundle here (:mod:`..model.jit_bundle`: its
     kernels linked without importing numba); the bundles read stay loaded for the steps."""
     from ..model import jit_bundle
-    return all(p in _BUNDLED and jit_bundle.load(_BUNDLED[p]) is not None for p in want)
+    root = __package__.rsplit(".", 1)[0]
+    names = [f"{root}{m[1:]}" if m.startswith("..") else f"{__package__}.{m}" for p in want for m in _BUNDLED[p]]
+    return all(jit_bundle.load(n) is not None for n in names)
 
 
 def warm() -> None:
@@ -289,7 +293,7 @@ def warm() -> None:
         steps.append(ascend_fast.available)
     if "model" in want:
         steps.append(lambda: jit.kernels(jit.IMPORT_ROWS))
-    if "kineto" not in want and _bundled(want):     # no numba import: every part reads a bundle
+    if _bundled(want):                              # no numba import: every part reads a bundle
         for step in steps:
             try:
                 step()

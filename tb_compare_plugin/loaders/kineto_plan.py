@@ -34,11 +34,30 @@ _J = None                   # the compiled module once imported
 
 
 def _jit():
+    """The compiled pass's module (numba's, or its bundle's kernels: :mod:`..model.jit_bundle`)."""
     global _J
     if _J is None:
-        from . import _kineto_plan_jit
-        _J = _kineto_plan_jit
+        from ..model import jit_bundle
+        jit_bundle.provide(__package__ + "._kineto_plan_jit", _self_test)
     return _J
+
+
+def _self_test(J) -> None:
+    """Plan a two-event chunk with ``J`` (loads its kernels); raises when it cannot run here."""
+    global _J
+    _J = J
+    try:
+        buf = np.frombuffer(b'[{"ph": "X", "cat": "kernel", "name": "k", "ts": 1, "dur": 1, "pid": 0, "tid": "7", '
+                            b'"args": {"grid": [1, 1, 1], "block": [1, 1, 1]}}, {"ph": "X", "cat": "cpu_op", '
+                            b'"name": "op", "ts": 1, "dur": 1, "pid": 0, "tid": 7}]', np.uint8)
+        s = State()
+        status, rows = s.run(buf)
+        s._grow()
+        if status != J.DONE or rows != 2:
+            raise RuntimeError(f"the quick plan refused its own test chunk (status {status}, {rows} rows)")
+    except BaseException:
+        _J = None
+        raise
 
 
 _CLASS_LABEL = {C_KERNEL: "GPU kernel/memcpy/memset", C_OP: "CPU op/runtime", C_PYF: "python_function"}
@@ -50,12 +69,6 @@ def warm() -> None:
     """Compile the pass (or load it from numba's cache) on a two-event chunk; raises when it cannot
     run here."""
     _jit()
-    buf = np.frombuffer(b'[{"ph": "X", "cat": "kernel", "name": "k", "ts": 1, "dur": 1, "pid": 0, "tid": "7", '
-                        b'"args": {"grid": [1, 1, 1], "block": [1, 1, 1]}}, {"ph": "X", "cat": "cpu_op", '
-                        b'"name": "op", "ts": 1, "dur": 1, "pid": 0, "tid": 7}]', np.uint8)
-    s = State()
-    s.run(buf)
-    s._grow()
 
 
 def _small_pages(shape: tuple, dtype) -> np.ndarray:

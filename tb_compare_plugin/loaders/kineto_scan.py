@@ -116,12 +116,12 @@ def _compile():
     try:
         if sys.byteorder != "little":
             raise RuntimeError("the scanner reads 8 bytes at a time as little-endian words")
-        from numba.core import config
-        if d and not config.CACHE_DIR:              # numba was imported before: tell it directly
-            config.CACHE_DIR = d
-        from . import _kineto_scan_jit as jit
-        _run(jit.scan, np.frombuffer(bytearray(b'[{"ph": "X", "ts": 1.5, "args": {"grid": [1, 1, 1]}}]'), np.uint8))
-        jit.first_seen(np.zeros(2, np.uint64))
+        if "numba" in sys.modules:
+            from numba.core import config
+            if d and not config.CACHE_DIR:          # numba was imported before: tell it directly
+                config.CACHE_DIR = d
+        from ..model import jit_bundle
+        jit = jit_bundle.provide(__package__ + "._kineto_scan_jit", _self_test)
     except Exception as e:              # numba missing or unusable on this platform
         _import_error = f"numba unavailable ({type(e).__name__}: {e})"
         return None
@@ -167,6 +167,15 @@ def new_tables(rows: int) -> list:
     return [np.empty((rows, nn), np.uint8), np.empty((rows, nn), np.int64), np.empty((rows, nn), np.float64),
             np.empty((rows, ns), np.uint8), np.empty((rows, ns), np.int64), np.empty((rows, ns), np.int64),
             np.empty((rows, ns), np.uint64), np.empty((rows, ns), np.int64)]
+
+
+def _self_test(jit) -> None:
+    """Run the scanner on a one-event chunk (loads it): numba's module, or its bundle's kernels
+    (:mod:`..model.jit_bundle`)."""
+    got = _run(jit.scan, np.frombuffer(bytearray(b'[{"ph": "X", "ts": 1.5, "args": {"grid": [1, 1, 1]}}]'), np.uint8))
+    if got[0] != OK or got[1] != 1:
+        raise RuntimeError(f"the scanner refused its own test chunk (status {got[0]})")
+    jit.first_seen(np.zeros(2, np.uint64))
 
 
 def _run(fn, buf: np.ndarray):

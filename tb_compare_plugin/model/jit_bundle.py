@@ -17,9 +17,9 @@ its constants, and one :class:`Kernel` per numba function.
 - A :class:`Kernel` checks its arguments' types in Python (the compiled wrapper trusts its caller)
   and calls the overload numba compiled for exactly those types; any other types are handed to the
   numba function itself (numba is imported then), so a bundle never changes an answer.
-- A bundle is used only when its key matches: the module source's SHA-1, numba's and llvmlite's
-  installed files (size and time), Python's version, the host CPU and its features, and every
-  ``NUMBA_*`` setting but the cache folder; with a ``.numba_config.yaml`` in the working folder
+- A bundle is used only when its key matches: the SHA-1 of the module's source and of the package
+  modules it imports, numba's and llvmlite's installed files (size and time), Python's version,
+  the host CPU and its features, and every ``NUMBA_*`` setting but the cache folder; with a ``.numba_config.yaml`` in the working folder
   (numba reads settings from it) bundles are not used.  The file carries the SHA-1 of its payload;
   a damaged, stale or foreign file is ignored (and written again after numba's load), and every
   external symbol the object code needs is checked to resolve before anything is linked.
@@ -39,6 +39,7 @@ import importlib.machinery
 import importlib.util
 import os
 import pickle
+import re
 import struct
 import sys
 import threading
@@ -116,11 +117,40 @@ def _source(modname: str) -> str:
     return spec.origin
 
 
+_RELATIVE = re.compile(rb"^from (\.+)([\w.]*) import ([\w, ()]+)", re.M)
+
+
+def _sources(modname: str) -> list:
+    """The source files of ``modname`` and of the package's modules it imports (relative imports,
+    followed): numba links a called kernel's code into its caller's, and the constants come from
+    them too, so a change in any of them makes the bundle stale."""
+    seen: dict = {}
+    todo = [modname]
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        path = seen[name] = _source(name)
+        with open(path, "rb") as f:
+            text = f.read()
+        pkg = name.rsplit(".", 1)[0]
+        for dots, rest, names in _RELATIVE.findall(text):
+            base = pkg.rsplit(".", len(dots) - 1)[0] if len(dots) > 1 else pkg
+            if rest:
+                todo.append(f"{base}.{rest.decode()}")
+            else:                               # from . import a, b
+                todo += [f"{base}.{n.strip()}" for n in names.decode().strip("()").split(",") if n.strip()]
+    return [seen[n] for n in sorted(seen)]
+
+
 def _key(modname: str) -> str:
     """The bundle key of ``modname`` here (see the module's docstring)."""
     import llvmlite.binding as ll
-    with open(_source(modname), "rb") as f:
-        src = hashlib.sha1(f.read()).hexdigest()
+    h = hashlib.sha1()
+    for path in _sources(modname):
+        with open(path, "rb") as f:
+            h.update(f.read())
+    src = h.hexdigest()
     cpu = (ll.get_host_cpu_name(), ll.get_host_cpu_features().flatten())
     return hashlib.sha1(repr((modname, src, _install_stamp(), cpu)).encode()).hexdigest()
 
