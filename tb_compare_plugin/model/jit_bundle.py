@@ -17,10 +17,11 @@ its constants, and one :class:`Kernel` per numba function.
 - A :class:`Kernel` checks its arguments' types in Python (the compiled wrapper trusts its caller)
   and calls the overload numba compiled for exactly those types; any other types are handed to the
   numba function itself (numba is imported then), so a bundle never changes an answer.
-- A bundle is used only when its key matches: the SHA-1 of the module's source and of the package
-  modules it imports, numba's and llvmlite's installed files (size and time), Python's version,
-  the host CPU and its features, and every ``NUMBA_*`` setting but the cache folder; with a ``.numba_config.yaml`` in the working folder
-  (numba reads settings from it) bundles are not used.  The file carries the SHA-1 of its payload;
+- A bundle is used only when its key matches: the SHA-1 of the module's source, of the package
+  modules it imports and of this file, numba's and llvmlite's installed files (size and time),
+  Python's version, the host CPU and its features, and every ``NUMBA_*`` setting but the cache
+  folder; with a ``.numba_config.yaml`` in the working folder (numba reads settings from it)
+  bundles are not used.  The file carries the SHA-1 of its payload;
   a damaged, stale or foreign file is ignored (and written again after numba's load), and every
   external symbol the object code needs is checked to resolve before anything is linked.
 - Linux ELF objects only (the undefined-symbol check reads ELF); elsewhere numba is used as before.
@@ -147,7 +148,7 @@ def _key(modname: str) -> str:
     """The bundle key of ``modname`` here (see the module's docstring)."""
     import llvmlite.binding as ll
     h = hashlib.sha1()
-    for path in _sources(modname):
+    for path in [__file__, *_sources(modname)]:        # (this file: the bundle's layout and type keys)
         with open(path, "rb") as f:
             h.update(f.read())
     src = h.hexdigest()
@@ -164,13 +165,22 @@ def _path(modname: str, key: str) -> str:
 
 
 # -- argument types --------------------------------------------------------------------------------
-def _arg_key(a):
+_LAYOUT = ("A", "C", "F", "C")         # by the array's flags & 3 (C-, F-contiguous): numba's layout
+_DTYPE_STR: dict = {}                   # dtype -> its canonical text ('<i8' for 'l' and 'q' alike)
+
+
+def _arg_key(a, _layout=_LAYOUT, _dts=_DTYPE_STR):
     """The type numba gives ``a`` when it picks an overload, as a hashable tuple (None: a type the
-    bundle does not tell apart; numba decides)."""
+    bundle does not tell apart; numba decides): an array's (dtype, ndim, layout, writeable), a
+    scalar's ("S", dtype)."""
     import numpy as np
     if type(a) is np.ndarray:
-        f = a.flags
-        return ("A", a.dtype.str, a.ndim, "C" if f.c_contiguous else "F" if f.f_contiguous else "A", f.writeable)
+        f = a.flags.num
+        d = a.dtype
+        s = _dts.get(d)
+        if s is None:
+            s = _dts[d] = d.str
+        return (s, a.ndim, _layout[f & 3], (f & 0x400) != 0)        # (0x400: NPY_ARRAY_WRITEABLE)
     t = type(a)
     if t is bool:
         return ("S", "|b1")
@@ -191,7 +201,7 @@ def _sig_key(sig):
     out = []
     for t in sig:
         if isinstance(t, nt.Array) and t.aligned:
-            out.append(("A", np.dtype(as_dtype(t.dtype)).str, t.ndim, t.layout, bool(t.mutable)))
+            out.append((np.dtype(as_dtype(t.dtype)).str, t.ndim, t.layout, bool(t.mutable)))
         elif isinstance(t, (nt.Integer, nt.Float, nt.Boolean)) and not isinstance(t, nt.Literal):
             out.append(("S", np.dtype(as_dtype(t)).str))
         else:
