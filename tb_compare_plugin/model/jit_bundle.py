@@ -27,8 +27,9 @@ its constants, and one :class:`Kernel` per numba function.
 - Linux ELF objects only (the undefined-symbol check reads ELF); elsewhere numba is used as before.
   ``TB_COMPARE_JIT_BUNDLE=0`` turns bundles off.
 
-Bundles live in the JIT cache folder (:func:`.jit.cache_dir`), next to numba's own cache
-(``TB_COMPARE_JIT_BUNDLE_DIR`` names another folder).
+Bundles live in the JIT cache folder (``$NUMBA_CACHE_DIR``, which every caller sets from
+:func:`.jit.cache_dir` first), next to numba's own cache (``TB_COMPARE_JIT_BUNDLE_DIR`` names
+another folder).
 """
 from __future__ import annotations
 
@@ -157,8 +158,7 @@ def _key(modname: str) -> str:
 
 
 def _path(modname: str, key: str) -> str:
-    from .jit import cache_dir
-    d = os.environ.get(DIR_ENV) or cache_dir()
+    d = os.environ.get(DIR_ENV) or os.environ.get("NUMBA_CACHE_DIR")     # (set by every caller: .jit.cache_dir)
     if not d:
         raise OSError("no JIT cache folder")
     return os.path.join(d, f"tbc-bundle-{modname.rsplit('.', 1)[-1]}-{key[:20]}.bin")
