@@ -66,8 +66,8 @@ _PH = {"s": 1, "f": 2, "X": 3}
 
 
 def warm() -> None:
-    """Compile the pass (or load it from numba's cache) on a two-event chunk; raises when it cannot
-    run here."""
+    """Load the pass (its bundle, else numba's cache, else a compile) and run it on a two-event
+    chunk (:func:`_self_test`); raises when it cannot run here."""
     _jit()
 
 
