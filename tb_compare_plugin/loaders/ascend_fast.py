@@ -20,7 +20,6 @@ from its bundle there when it has one, without importing numba (:mod:`..model.ji
 from __future__ import annotations
 
 import os
-import sys
 
 import msgspec
 import numpy as np
@@ -57,15 +56,8 @@ def _compile():
     global _jit, _import_error
     if _jit is not None or _import_error is not None:
         return _jit
-    d = jit_cache_dir()
-    if d and "NUMBA_CACHE_DIR" not in os.environ:
-        os.environ["NUMBA_CACHE_DIR"] = d
     try:
-        if "numba" in sys.modules:                  # (else it reads NUMBA_CACHE_DIR when imported)
-            from numba.core import config
-            if d and not config.CACHE_DIR:
-                config.CACHE_DIR = d
-        _jit = jit_bundle.provide(__package__ + "._ascend_scan_jit", _self_test)
+        _jit = jit_bundle.provide(__package__ + "._ascend_scan_jit", _self_test, jit_cache_dir())
     except Exception as e:              # numba missing or unusable on this platform
         _jit = None
         _import_error = f"numba unavailable ({type(e).__name__}: {e})"

@@ -261,18 +261,17 @@ def _libraries_with_known_symbols(folder: str):
             _save_pickle(path, merged)
 
 
-_BUNDLED = {"kineto": ("_kineto_scan_jit", "_kineto_plan_jit"), "ascend": ("_ascend_scan_jit",),
-            "model": ("..model._sweeps_jit",)}
-"""Each part's kernel modules (relative to this package)."""
+_ROOT = __package__.rsplit(".", 1)[0]
+_BUNDLED = {"kineto": (f"{__package__}._kineto_scan_jit", f"{__package__}._kineto_plan_jit"),
+            "ascend": (f"{__package__}._ascend_scan_jit",), "model": (f"{_ROOT}.model._sweeps_jit",)}
+"""Each part's kernel modules."""
 
 
 def _bundled(want) -> bool:
     """Whether every part in ``want`` has a valid bundle here (:mod:`..model.jit_bundle`: its
     kernels linked without importing numba); the bundles read stay loaded for the steps."""
     from ..model import jit_bundle
-    root = __package__.rsplit(".", 1)[0]
-    names = [f"{root}{m[1:]}" if m.startswith("..") else f"{__package__}.{m}" for p in want for m in _BUNDLED[p]]
-    return all(jit_bundle.load(n) is not None for n in names)
+    return all(jit_bundle.load(m) is not None for p in want for m in _BUNDLED[p])
 
 
 def warm() -> None:

@@ -38,7 +38,7 @@ def _jit():
     global _J
     if _J is None:
         from ..model import jit_bundle
-        jit_bundle.provide(__package__ + "._kineto_plan_jit", _self_test)
+        jit_bundle.provide(__package__ + "._kineto_plan_jit", _self_test, jit_cache.cache_dir())
     return _J
 
 

@@ -110,18 +110,11 @@ def _compile():
     global _scan, _import_error
     if _scan is not None or _import_error is not None:
         return _scan
-    d = jit_cache_dir()
-    if d and "NUMBA_CACHE_DIR" not in os.environ:   # numba reads it when it is first imported
-        os.environ["NUMBA_CACHE_DIR"] = d
     try:
         if sys.byteorder != "little":
             raise RuntimeError("the scanner reads 8 bytes at a time as little-endian words")
-        if "numba" in sys.modules:
-            from numba.core import config
-            if d and not config.CACHE_DIR:          # numba was imported before: tell it directly
-                config.CACHE_DIR = d
         from ..model import jit_bundle
-        jit = jit_bundle.provide(__package__ + "._kineto_scan_jit", _self_test)
+        jit = jit_bundle.provide(__package__ + "._kineto_scan_jit", _self_test, jit_cache_dir())
     except Exception as e:              # numba missing or unusable on this platform
         _import_error = f"numba unavailable ({type(e).__name__}: {e})"
         return None

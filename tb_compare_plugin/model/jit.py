@@ -80,16 +80,9 @@ def _load() -> None:
     with _lock:
         if _mod is not None or _error is not None:
             return
-        d = cache_dir()
-        if d and "NUMBA_CACHE_DIR" not in os.environ and "numba" not in sys.modules:
-            os.environ["NUMBA_CACHE_DIR"] = d       # numba reads it when it is first imported
         try:
-            if "numba" in sys.modules:              # (else it reads NUMBA_CACHE_DIR when imported)
-                from numba.core import config
-                if d and not config.CACHE_DIR:
-                    config.CACHE_DIR = d
             from . import jit_bundle
-            mod = jit_bundle.provide(__package__ + "._sweeps_jit", _warm)
+            mod = jit_bundle.provide(__package__ + "._sweeps_jit", _warm, cache_dir())
         except Exception as e:          # numba missing or unusable on this platform
             _error = f"numba unavailable ({type(e).__name__}: {e})"
             return

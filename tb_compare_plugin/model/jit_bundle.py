@@ -123,18 +123,17 @@ _RELATIVE = re.compile(rb"^from (\.+)([\w.]*) import ([\w, ()]+)", re.M)
 
 
 def _sources(modname: str) -> list:
-    """The source files of ``modname`` and of the package's modules it imports (relative imports,
-    followed): numba links a called kernel's code into its caller's, and the constants come from
-    them too, so a change in any of them makes the bundle stale."""
+    """The sources (bytes, by module name) of ``modname`` and of the package's modules it imports
+    (relative imports, followed): numba links a called kernel's code into its caller's, and the
+    constants come from them too, so a change in any of them makes the bundle stale."""
     seen: dict = {}
     todo = [modname]
     while todo:
         name = todo.pop()
         if name in seen:
             continue
-        path = seen[name] = _source(name)
-        with open(path, "rb") as f:
-            text = f.read()
+        with open(_source(name), "rb") as f:
+            text = seen[name] = f.read()
         pkg = name.rsplit(".", 1)[0]
         for dots, rest, names in _RELATIVE.findall(text):
             base = pkg.rsplit(".", len(dots) - 1)[0] if len(dots) > 1 else pkg
@@ -148,17 +147,17 @@ def _sources(modname: str) -> list:
 def _key(modname: str) -> str:
     """The bundle key of ``modname`` here (see the module's docstring)."""
     import llvmlite.binding as ll
-    h = hashlib.sha1()
-    for path in [__file__, *_sources(modname)]:        # (this file: the bundle's layout and type keys)
-        with open(path, "rb") as f:
-            h.update(f.read())
+    with open(__file__, "rb") as f:                    # (this file: the bundle's layout and type keys)
+        h = hashlib.sha1(f.read())
+    for text in _sources(modname):
+        h.update(text)
     src = h.hexdigest()
     cpu = (ll.get_host_cpu_name(), ll.get_host_cpu_features().flatten())
     return hashlib.sha1(repr((modname, src, _install_stamp(), cpu)).encode()).hexdigest()
 
 
 def _path(modname: str, key: str) -> str:
-    d = os.environ.get(DIR_ENV) or os.environ.get("NUMBA_CACHE_DIR")     # (set by every caller: .jit.cache_dir)
+    d = os.environ.get(DIR_ENV) or os.environ.get("NUMBA_CACHE_DIR")     # (see :func:`provide`)
     if not d:
         raise OSError("no JIT cache folder")
     return os.path.join(d, f"tbc-bundle-{modname.rsplit('.', 1)[-1]}-{key[:20]}.bin")
@@ -368,10 +367,24 @@ def load(modname: str):
         return ns
 
 
-def provide(modname: str, check=None):
+def _use_folder(folder: str) -> None:
+    """``folder`` as numba's cache folder (and the bundles'): ``NUMBA_CACHE_DIR`` when not set
+    (numba reads it when first imported), numba's setting when numba was imported without one."""
+    if not folder:
+        return
+    os.environ.setdefault("NUMBA_CACHE_DIR", folder)
+    if "numba" in sys.modules:
+        from numba.core import config
+        if not config.CACHE_DIR:
+            config.CACHE_DIR = folder
+
+
+def provide(modname: str, check=None, folder: str = ""):
     """``modname``'s kernels: its bundle's namespace when there is a valid one and ``check(ns)``
     passes, else the module imported with numba (``check(module)`` run while its loads are recorded,
-    then its bundle written).  numba's errors propagate."""
+    then its bundle written).  ``folder``: the JIT cache folder (:func:`.jit.cache_dir`), used when
+    none is set yet.  numba's errors propagate."""
+    _use_folder(folder)
     ns = load(modname)
     if ns is not None:
         try:
