@@ -1,12 +1,14 @@
 """loaders/csv_simple.py: the numpy reader of the plain Ascend memory CSVs gives exactly the
 columns, warnings and errors the pandas reading gives, and leaves every file it does not read
-exactly to pandas; ascend_csv.match_rows (numpy) pairs rows by its join rule."""
+exactly to pandas -- with its numpy code and with the Ascend scanner's compiled CSV helpers
+(``csv_seps``, ``cell_words``, ``cell_floats``, used when the scanner is loaded), each test run
+both ways; ascend_csv.match_rows (numpy) pairs rows by its join rule."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from tb_compare_plugin.loaders import ascend_csv, csv_simple
+from tb_compare_plugin.loaders import ascend_csv, ascend_fast, csv_simple
 from tb_compare_plugin.loaders.ascend_columns import as_objects
 from tb_compare_plugin.loaders.errors import LoadError
 
@@ -22,6 +24,18 @@ OM_HEAD = ("Name,Size(KB),Allocation Time(us),Release Time(us),Active Release Ti
 OM_ROWS = ["aten::empty_strided,18816.5,1736408883694624.810\t,,,,897357296,NPU:0",
            "aten::add,0.5,1736408883694625.810\t,1736408883694626.000\t,,,897357296,NPU:0",
            "cann::x,N/A,1736408883694627.810\t,1736408883694628.000\t,,,1,NPU:0"]
+
+
+@pytest.fixture(params=["numpy", "compiled"], autouse=True)
+def helpers(request, monkeypatch):
+    """Each test with csv_simple's numpy code and with the compiled helpers (the scanner loaded)."""
+    if request.param == "compiled":
+        if not ascend_fast.available():
+            pytest.skip(f"numba is not installed: {ascend_fast.unavailable_reason()}")
+        assert csv_simple._kernels() is not None
+    else:
+        monkeypatch.setattr(csv_simple, "_kernels", lambda: None)
+    return request.param
 
 
 def _same(a, b) -> None:
@@ -45,15 +59,15 @@ def _both(path, monkeypatch):
     fn = ascend_csv.read_memory_record if "record" in path.name else ascend_csv.read_operator_memory
     out, took, real = [], [], csv_simple.read
     for off in (False, True):
-        monkeypatch.setattr(csv_simple, "read", (lambda *a, **k: None) if off else
-                            (lambda *a, **k: took.append(real(*a, **k)) or took[-1]))
-        w: list = []
-        try:
-            got = fn(str(path), w)
-        except LoadError as e:
-            got = ("error", str(e))
-        out += [got, w]
-        monkeypatch.undo()
+        with monkeypatch.context() as m:
+            m.setattr(csv_simple, "read", (lambda *a, **k: None) if off else
+                      (lambda *a, **k: took.append(real(*a, **k)) or took[-1]))
+            w: list = []
+            try:
+                got = fn(str(path), w)
+            except LoadError as e:
+                got = ("error", str(e))
+            out += [got, w]
     return (*out, bool(took) and took[0] is not None)
 
 
@@ -91,12 +105,23 @@ def test_plain_files_read_as_pandas_reads_them(tmp_path, monkeypatch, eol, bom):
     lambda t: t.replace(",Total Active(MB)", ",Other"),         # a column missing
     lambda t: t.split("\n")[0] + "\n",                          # no rows
     lambda t: t.replace("APP", "AP\u00e9", 1),                  # UTF-8 text: read
+    lambda t: t.replace("2109.6015625", "2109."),               # no decimals after the dot
+    lambda t: t.replace("2109.6015625", ".5"),                  # no digit before it
+    lambda t: t.replace("2109.6015625", "-"),                   # a sign alone
+    lambda t: t.replace("2109.6015625", "1.2.3"),               # two dots
+    lambda t: t.replace("2109.6015625", "+2"),                  # a plus sign
+    lambda t: t.replace("2109.6015625", "123456789012.345"),    # 15 digits: read
+    lambda t: t.replace("2109.6015625", "-0"),                  # minus zero: read
+    lambda t: t.replace(",NPU:0", ",NPU:0,x", 1),               # a row with a cell more
+    lambda t: t.replace(",NPU:0", "\rNPU:0", 1),               # a CR for a comma
+    lambda t: t.replace("\n", "\r\n").replace("Stream Ptr", "Stream\nPtr", 1),   # an LF in the header
+    lambda t: t.replace("\n", "\r\n").replace("PTA,", "P\nTA,", 1),              # an LF in a cell
 ])
 def test_other_files_are_left_to_pandas(tmp_path, monkeypatch, change):
     p = tmp_path / "memory_record.csv"
     text = change("\n".join([MR_HEAD, *MR_ROWS]) + "\n")
     p.write_bytes(text.encode())
-    _check(p, monkeypatch, "\u00e9" in text)
+    _check(p, monkeypatch, "\u00e9" in text or "123456789012.345" in text or ",-0," in text)
 
 
 def test_not_utf8_is_the_same_error(tmp_path, monkeypatch):

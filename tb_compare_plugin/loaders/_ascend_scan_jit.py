@@ -46,6 +46,8 @@ _HIGH = np.uint64(0x8080808080808080)
 _QUOTES = np.uint64(0x2222222222222222)
 _SLASHES = np.uint64(0x5C5C5C5C5C5C5C5C)
 _SPACES = np.uint64(0x2020202020202020)
+_COMMAS = np.uint64(0x2C2C2C2C2C2C2C2C)
+_LFS = np.uint64(0x0A0A0A0A0A0A0A0A)
 _LOW3 = np.uint64(0xFFFFFF)
 _QCS = np.uint64(0x203A22)                              # '": ' (little-endian: byte 0 the quote)
 _CSQ = np.uint64(0x22202C)                              # ', "'
@@ -916,3 +918,115 @@ def take_texts(K, V, rows, c, lut, out):
         else:
             out[i] = -1
     return todo
+
+
+# -- the plain CSVs of an Ascend export (csv_simple.read): the separators found and checked in one
+# pass, the cells cut into words in one more, the number cells read in one
+@jit
+def csv_seps(b, body, size, eol, crlf, out):
+    """The offsets of the separators ("," or ``eol``) of ``b[body:size]``, row by row into ``out``
+    (rows, ncol); the number of rows, or -1 when a row's separators are not ncol - 1 commas then
+    ``eol`` (with ``crlf``, a CR followed by LF), when a row is cut short, when there is no row, or
+    when ``out`` has too few rows (the caller sizes it by the body's LFs: never, for a good file).
+    With ``crlf`` every LF of the body must end a row (else pandas would see a line break in a cell).
+    8 bytes are tested at a time for a comma, CR or LF (``b`` holds 8 bytes past ``size``)."""
+    a = b.ctypes.data
+    ncol = out.shape[1]
+    cap = out.shape[0]
+    eolw = _ONES * np.uint64(eol)
+    r = 0
+    j = 0
+    lf = 0
+    i = body
+    while i < size:
+        x = _ld8(a, i)
+        t = x ^ _COMMAS
+        u = x ^ eolw
+        v = x ^ _LFS
+        if (((t - _ONES) & ~t) | ((u - _ONES) & ~u) | ((v - _ONES) & ~v)) & _HIGH == _ZERO:
+            i += 8
+            continue
+        stop = min(i + 8, size)
+        while i < stop:
+            c = _ld1(a, i)
+            i += 1
+            if c == 10:
+                lf += 1
+            if c != 44 and c != eol:
+                continue
+            if j < ncol - 1:
+                if c != 44:
+                    return -1
+                out[r, j] = i - 1
+                j += 1
+                continue
+            if c != eol or r >= cap:
+                return -1
+            if crlf and _ld1(a, i) != 10:
+                return -1
+            out[r, j] = i - 1
+            r += 1
+            j = 0
+    if j != 0 or r == 0 or (crlf and lf != r):
+        return -1
+    return r
+
+
+@jit
+def cell_words(b, lo, hi, out):
+    """out[i, w] = the 8 bytes of cell i from ``lo[i] + 8 w`` as a little-endian uint64, the bytes
+    past the cell's end ``hi[i]`` zero (``b`` holds 8 bytes past every cell's end)."""
+    a = b.ctypes.data
+    k = out.shape[1]
+    for i in range(len(lo)):
+        s = lo[i]
+        n = hi[i] - s
+        for w in range(k):
+            m = n - 8 * w
+            if m <= 0:
+                out[i, w] = _ZERO
+            elif m >= 8:
+                out[i, w] = _ld8(a, s + 8 * w)
+            else:
+                out[i, w] = _ld8(a, s + 8 * w) & ((_U1 << np.uint64(8 * m)) - _U1)
+    return k
+
+
+@jit
+def cell_floats(b, lo, hi, out):
+    """out[i] = cell i read as ``[-]digits[.digits]`` (at most 15 digits: the integer over 10**decimals,
+    both exact doubles, so the correctly rounded value, as Python's ``float()``), NaN for "" and
+    "N/A"; the index of the first cell of another form, or -1 when every cell was read."""
+    for i in range(len(lo)):
+        s = lo[i]
+        e = hi[i]
+        if s == e or (e - s == 3 and b[s] == 78 and b[s + 1] == 47 and b[s + 2] == 65):
+            out[i] = np.nan
+            continue
+        neg = b[s] == 45
+        p = s + 1 if neg else s
+        v = 0
+        nd = 0
+        nw = 0
+        nf = -1                                     # digits after the dot; -1: no dot
+        while p < e:
+            c = b[p]
+            if 48 <= c <= 57:
+                v = v * 10 + (c - 48)
+                nd += 1
+                if nf >= 0:
+                    nf += 1
+                else:
+                    nw += 1
+                if nd > 15:
+                    return i
+            elif c == 46 and nf < 0:
+                nf = 0
+            else:
+                return i
+            p += 1
+        if nw == 0 or nf == 0:
+            return i
+        x = np.float64(v) / _POW10[max(nf, 0)]
+        out[i] = -x if neg else x
+    return -1

@@ -77,6 +77,14 @@ def _self_test(jit) -> None:
     if (s._ints(jit.F_A0 + ARG_FIELDS.index("task_id"), rows)[1].tolist() != [1]
             or s._texts(_Probe(), jit.F_NAME, rows)[1].tolist() != [-1]):
         raise RuntimeError("the column kernels gave wrong values on the test chunk")
+    # the CSV helpers (csv_simple), with the argument types it gives them
+    b = np.frombuffer(bytearray(b"a,b\r\n1.5,N/A\r\n" + bytes(64)), np.uint8)
+    seps, words, vals = np.empty((2, 2), np.int64), np.empty((2, 1), np.uint64), np.empty(2, np.float64)
+    lo, hi = np.array([5, 9], np.int64), np.array([8, 12], np.int64)
+    if (jit.csv_seps(b, 5, 14, 13, True, seps) != 1 or seps[0].tolist() != [8, 12]
+            or jit.cell_words(b, lo, hi, words) != 1 or words[:, 0].tolist() != [0x352E31, 0x412F4E]
+            or jit.cell_floats(b, lo, hi, vals) != -1 or vals[0] != 1.5 or vals[1] == vals[1]):
+        raise RuntimeError("the CSV kernels gave wrong values on their test rows")
 
 
 class _Probe:
@@ -86,6 +94,11 @@ class _Probe:
 
 def available() -> bool:
     return _compile() is not None
+
+
+def loaded():
+    """The compiled kernels when this process has them loaded already (never loads them), else None."""
+    return _jit
 
 
 def unavailable_reason() -> str | None:

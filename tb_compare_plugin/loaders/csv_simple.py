@@ -14,6 +14,13 @@ is converted the way ``ascend_csv`` converts the pandas frame's, with the same v
 * ``"text"``: each distinct cell decoded once (UTF-8), "" and "N/A" -> None, as
   :class:`ascend_columns.Texts` (codes into the distinct strings: interned and classified once each).
 
+When this process has the Ascend scanner loaded (a large ``trace_view.json`` is read here), its
+compiled helpers (``_ascend_scan_jit.csv_seps``, ``cell_words``, ``cell_floats``) find and check the
+separators, cut the cells and read the number cells in one pass each: the same arrays and the same
+refusals as the numpy code (tests/test_csv_simple.py runs every case both ways), except that a
+number column with more than 20,000 distinct cells is read here too (its values are the ones pandas
+gives).  The scanner is never loaded for them.
+
 Anything else -- a quote, a stray CR, a NUL, a ragged row, a header without every wanted column or with
 one twice, no rows, a cell one of those rules does not read -- returns None and the caller reads
 the file with pandas as before (its warnings and errors unchanged).
@@ -59,7 +66,6 @@ def read(path: str, kinds: dict[str, str]) -> dict | None:
     crlf = size - skip >= 2 and raw[-2] == 13   # every line ends so (checked below), or none does
     if not crlf and text.find(b"\r", skip) >= 0:
         return None
-    n_lines = text.count(b"\n", skip, size) if crlf else None
     eol = 13 if crlf else 10
     head_end = text.find(b"\r\n" if crlf else b"\n", skip) - skip
     try:
@@ -72,13 +78,8 @@ def read(path: str, kinds: dict[str, str]) -> dict | None:
     b = np.frombuffer(whole, np.uint8)
     step = 2 if crlf else 1
     body = skip + head_end + step
-    part = b[body:size]
-    sep = np.flatnonzero((part == 44) | (part == eol)) + body
-    if not len(sep) or len(sep) % ncol or (crlf and len(sep) // ncol != n_lines - 1):
-        return None     # (with CRLF, a lone LF in a cell would be a line break to pandas)
-    sep = sep.reshape(-1, ncol)
-    if (b[sep[:, -1]] != eol).any() or (ncol > 1 and (b[sep[:, :-1]] != 44).any()) \
-            or (crlf and (b[sep[:, -1] + 1] != 10).any()):
+    sep = _separators(b, body, size, eol, crlf, ncol, text.count(b"\n", skip, size))
+    if sep is None:
         return None
     n = len(sep)
     first = np.empty(n, np.int64)
@@ -96,12 +97,47 @@ def read(path: str, kinds: dict[str, str]) -> dict | None:
     return out
 
 
+def _kernels():
+    """The Ascend scanner's compiled CSV helpers (``_ascend_scan_jit``: ``csv_seps``, ``cell_words``,
+    ``cell_floats``) when this process has the scanner loaded already (a large trace_view.json is
+    read here: its parser process has them from the fork server); None otherwise (never loaded
+    here: the numpy code below gives the same arrays)."""
+    from . import ascend_fast
+    return ascend_fast.loaded()
+
+
+def _separators(b, body: int, size: int, eol: int, crlf: bool, ncol: int, lines: int) -> np.ndarray | None:
+    """The (rows, ncol) offsets of the body's separators, every row ncol - 1 commas then ``eol``
+    (with CRLF: CR LF, and as many rows as the file has LFs after the header's (``lines``: the LFs
+    from the header on), since a lone LF in a cell would be a line break to pandas); None when a
+    row is not so or there is no row."""
+    kern = _kernels()
+    if kern is not None:
+        out = np.empty((lines, ncol), np.int64)     # (a row ends with an LF: never more rows)
+        n = kern.csv_seps(b, body, size, eol, crlf, out)
+        return out[:n] if n > 0 and not (crlf and n != lines - 1) else None
+    part = b[body:size]
+    sep = np.flatnonzero((part == 44) | (part == eol)) + body
+    if not len(sep) or len(sep) % ncol or (crlf and len(sep) // ncol != lines - 1):
+        return None
+    sep = sep.reshape(-1, ncol)
+    if (b[sep[:, -1]] != eol).any() or (ncol > 1 and (b[sep[:, :-1]] != 44).any()) \
+            or (crlf and (b[sep[:, -1] + 1] != 10).any()):
+        return None
+    return sep
+
+
 def _words(b: np.ndarray, lo: np.ndarray, hi: np.ndarray, width: int) -> np.ndarray | None:
     """The cells as an (n, ceil(width / 8)) uint64 matrix: 8 bytes a word (little-endian), the
     bytes past each cell's end zero (None: wider than _PAD)."""
     k = -(-width // 8)
     if 8 * k > _PAD:
         return None
+    kern = _kernels()
+    if kern is not None:
+        out = np.empty((len(lo), k), np.uint64)
+        kern.cell_words(b, np.ascontiguousarray(lo, np.int64), np.ascontiguousarray(hi, np.int64), out)
+        return out
     at = np.ndarray((len(b) - 8,), np.uint64, b, 0, (1,))     # the 8 bytes from each offset
     n = hi - lo
     out = np.empty((len(lo), k), np.uint64)
@@ -170,6 +206,11 @@ def _texts(b, lo, hi):
 
 
 def _floats(b, lo, hi):
+    kern = _kernels()
+    if kern is not None:                    # each cell read in place: the values below, no distinct limit
+        out = np.empty(len(lo), np.float64)
+        bad = kern.cell_floats(b, np.ascontiguousarray(lo, np.int64), np.ascontiguousarray(hi, np.int64), out)
+        return out if bad < 0 else None
     got = _distinct(b, lo, hi)
     if got is None:
         return None
