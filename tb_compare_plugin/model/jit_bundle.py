@@ -168,12 +168,18 @@ _LAYOUT = ("A", "C", "F", "C")         # by the array's flags & 3 (C-, F-contigu
 _DTYPE_STR: dict = {}                   # dtype -> its canonical text ('<i8' for 'l' and 'q' alike)
 
 
-def _arg_key(a, _layout=_LAYOUT, _dts=_DTYPE_STR):
+_ND: list = []                          # [numpy.ndarray, numpy.generic] once numpy is imported here
+
+
+def _arg_key(a, _layout=_LAYOUT, _dts=_DTYPE_STR, _nd=_ND):
     """The type numba gives ``a`` when it picks an overload, as a hashable tuple (None: a type the
     bundle does not tell apart; numba decides): an array's (dtype, ndim, layout, writeable), a
-    scalar's ("S", dtype)."""
-    import numpy as np
-    if type(a) is np.ndarray:
+    scalar's ("S", dtype).  (Called for every argument of every call: numpy's types are looked up
+    once, not imported per call.)"""
+    if not _nd:
+        import numpy as np
+        _nd += [np.ndarray, np.generic]
+    if type(a) is _nd[0]:
         f = a.flags.num
         d = a.dtype
         s = _dts.get(d)
@@ -187,7 +193,7 @@ def _arg_key(a, _layout=_LAYOUT, _dts=_DTYPE_STR):
         return ("S", "<i8") if -(1 << 63) <= a < (1 << 63) else None
     if t is float:
         return ("S", "<f8")
-    if isinstance(a, np.generic):
+    if isinstance(a, _nd[1]):
         return ("S", a.dtype.str)
     return None
 
