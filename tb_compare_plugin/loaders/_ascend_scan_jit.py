@@ -992,41 +992,142 @@ def cell_words(b, lo, hi, out):
     return k
 
 
+@inline
+def _number(a, s, e):
+    """(ok, value) of the cell ``[s, e)`` by :func:`cell_floats`' rule."""
+    if s == e or (e - s == 3 and _ld1(a, s) == 78 and _ld1(a, s + 1) == 47 and _ld1(a, s + 2) == 65):
+        return True, np.nan
+    neg = _ld1(a, s) == 45
+    p = s + 1 if neg else s
+    v = 0
+    nd = 0
+    nw = 0
+    nf = -1
+    while p < e:
+        c = _ld1(a, p)
+        if 48 <= c <= 57:
+            v = v * 10 + (c - 48)
+            nd += 1
+            if nf >= 0:
+                nf += 1
+            else:
+                nw += 1
+            if nd > 15:
+                return False, 0.0
+        elif c == 46 and nf < 0:
+            nf = 0
+        else:
+            return False, 0.0
+        p += 1
+    if nw == 0 or nf == 0:
+        return False, 0.0
+    x = np.float64(v) / _POW10[max(nf, 0)]
+    return True, -x if neg else x
+
+
 @jit
 def cell_floats(b, lo, hi, out):
     """out[i] = cell i read as ``[-]digits[.digits]`` (at most 15 digits: the integer over 10**decimals,
     both exact doubles, so the correctly rounded value, as Python's ``float()``), NaN for "" and
-    "N/A"; the index of the first cell of another form, or -1 when every cell was read."""
+    "N/A" (:func:`_number`); the index of the first cell of another form, or -1 when every cell was read."""
+    a = b.ctypes.data
     for i in range(len(lo)):
-        s = lo[i]
-        e = hi[i]
-        if s == e or (e - s == 3 and b[s] == 78 and b[s + 1] == 47 and b[s + 2] == 65):
-            out[i] = np.nan
-            continue
-        neg = b[s] == 45
-        p = s + 1 if neg else s
-        v = 0
-        nd = 0
-        nw = 0
-        nf = -1                                     # digits after the dot; -1: no dot
-        while p < e:
-            c = b[p]
-            if 48 <= c <= 57:
-                v = v * 10 + (c - 48)
-                nd += 1
-                if nf >= 0:
-                    nf += 1
-                else:
-                    nw += 1
-                if nd > 15:
-                    return i
-            elif c == 46 and nf < 0:
-                nf = 0
-            else:
-                return i
-            p += 1
-        if nw == 0 or nf == 0:
+        ok, x = _number(a, lo[i], hi[i])
+        if not ok:
             return i
-        x = np.float64(v) / _POW10[max(nf, 0)]
-        out[i] = -x if neg else x
+        out[i] = x
     return -1
+
+
+# -- CSVs with quoted cells (csv_quoted.read_columns: kernel_details.csv): one pass, row by row
+@jit
+def csv_read(b, body, size, eol, crlf, kind, slot, nums, tlo, thi, th1, th2):
+    """Read the rows of ``b[body:size]`` in one pass: of file column ``j``, ``kind[j]`` 0 skipped,
+    1 text (its span ``tlo``/``thi`` and two 64-bit hashes of its bytes ``th1``/``th2`` at
+    ``[slot[j], row]``), 2 number (``nums[slot[j], row]``, read as :func:`cell_floats` reads a
+    cell).  A quoted cell starts with the quote and ends with the quote before a comma or ``eol``;
+    ``""`` in it is one quote (its span: the text inside the quotes, ``""`` kept).  The number of
+    rows, or -1 for a row of another number of cells, a quote anywhere else, a CR or LF in a quoted
+    cell, an ``eol`` not followed by LF (``crlf``), an LF in a cell (``crlf``), no row or more rows
+    than ``nums`` holds; -2 for a number cell quoted or of another form."""
+    a = b.ctypes.data
+    ncol = len(kind)
+    cap = tlo.shape[1]
+    r = 0
+    i = body
+    while i < size:
+        if r >= cap:
+            return -1
+        for j in range(ncol):
+            k = kind[j]
+            h1 = _H0
+            h2 = _G0
+            s = i
+            q = False
+            if i < size and _ld1(a, i) == 34:
+                q = True
+                i += 1
+                s = i
+                while True:
+                    if i >= size:
+                        return -1
+                    c = _ld1(a, i)
+                    if c == 34:
+                        if _ld1(a, i + 1) != 34:
+                            break
+                        if k == 1:
+                            h1 = (h1 ^ np.uint64(c)) * _HP
+                            h2 = (h2 ^ np.uint64(c)) * _GP
+                            h2 ^= h2 >> _S29
+                        i += 1
+                    elif c == 10 or c == 13:
+                        return -1
+                    if k == 1:
+                        h1 = (h1 ^ np.uint64(c)) * _HP
+                        h2 = (h2 ^ np.uint64(c)) * _GP
+                        h2 ^= h2 >> _S29
+                    i += 1
+                e = i
+                i += 1
+                c = _ld1(a, i) if i < size else -1
+            else:
+                while True:
+                    if i >= size:
+                        return -1
+                    c = _ld1(a, i)
+                    if c == 44 or c == eol:
+                        break
+                    if c == 34 or c == 10 or c == 13:
+                        return -1
+                    if k == 1:
+                        h1 = (h1 ^ np.uint64(c)) * _HP
+                        h2 = (h2 ^ np.uint64(c)) * _GP
+                        h2 ^= h2 >> _S29
+                    i += 1
+                e = i
+            if j < ncol - 1:
+                if c != 44:
+                    return -1
+            else:
+                if c != eol:
+                    return -1
+                if crlf:
+                    if _ld1(a, i + 1) != 10:
+                        return -1
+                    i += 1
+            if k == 1:
+                m = slot[j]
+                tlo[m, r] = s
+                thi[m, r] = e
+                th1[m, r] = h1
+                th2[m, r] = h2
+            elif k == 2:
+                if q:
+                    return -2
+                ok, x = _number(a, s, e)
+                if not ok:
+                    return -2
+                nums[slot[j], r] = x
+            i += 1
+        r += 1
+    return r if r > 0 else -1

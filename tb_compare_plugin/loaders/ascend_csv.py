@@ -26,7 +26,7 @@ from ..model import KIND_COMM, KIND_COMPUTE, KIND_MEMCPY, KIND_OTHER, ProfileMet
 from ..model.keys import value_at_key
 from .ascend_columns import (Texts, as_objects, innermost_ops, intern, ints, objects,  # noqa: F401
                              per_distinct, plain_text, plain_texts, ts_ns)  # (ints, plain_texts, ts_ns: re-exported)
-from . import csv_simple
+from . import csv_quoted, csv_simple
 from .errors import LoadError
 from .regular import open_regular
 
@@ -51,11 +51,7 @@ def read_csv(path: str, required: Iterable[str], optional: Iterable[str],
     simply missing from the frame (and warned about unless ``warn_missing`` is False).
     """
     required, optional = list(required), list(optional)
-    aliases = aliases or {}
-    want: dict[str, str] = {}           # header as written (stripped) -> canonical
-    for col in required + optional:
-        for spelling in (col,) + tuple(aliases.get(col, ())):
-            want[spelling] = col
+    want = spellings(required + optional, aliases or {})
     name = os.path.basename(path)
     try:
         with open_regular(path, "rb") as fh:
@@ -108,6 +104,75 @@ def read_csv(path: str, required: Iterable[str], optional: Iterable[str],
         if col not in df.columns and warn_missing:
             warnings.append(f"{name}: column {col!r} is missing")
     return df
+
+
+def spellings(columns: list, aliases: dict) -> dict[str, str]:
+    """Header as written (stripped) -> canonical column, for ``columns`` and their ``aliases``."""
+    want: dict[str, str] = {}
+    for col in columns:
+        for spelling in (col,) + tuple(aliases.get(col, ())):
+            want[spelling] = col
+    return want
+
+
+class _Compiled:
+    """:func:`num` / :func:`ns` / :func:`text` / :func:`texts` / :func:`_given` of the columns
+    ``csv_quoted.read_columns`` read (the values they give of pandas' frame of the same file)."""
+
+    def __init__(self, cols: dict, columns: list) -> None:
+        v = next(iter(cols.values()))                   # (never empty: the required columns are in)
+        self.cols, self.columns, self.n = cols, columns, len(v) if isinstance(v, np.ndarray) else len(v[0])
+
+    def num(self, col):
+        return self.cols[col] if col in self.cols else np.full(self.n, np.nan)
+
+    def given(self, col):
+        return ~np.isnan(self.cols[col])
+
+    def ns(self, col):
+        if col not in self.cols:
+            return np.full(self.n, -1, dtype=np.int64)
+        if isinstance(self.cols[col], np.ndarray):      # read as ns already (csv_simple's "ts" rule)
+            return self.cols[col]
+        codes, values = self.cols[col]
+        return ts_ns(values)[codes]
+
+    def text(self, col):
+        if col not in self.cols:
+            return np.full(self.n, None, dtype=object)
+        codes, values = self.cols[col]
+        return objects([None if v in NA_STRINGS else v for v in values])[codes]
+
+    def texts(self, col):
+        if col not in self.cols:
+            return Texts(np.full(self.n, -1, np.int32), [])
+        codes, values = self.cols[col]
+        keep = [i for i, v in enumerate(values) if v not in NA_STRINGS]
+        lut = np.full(len(values), -1, np.int32)
+        lut[keep] = np.arange(len(keep), dtype=np.int32)
+        return Texts(lut[codes], [values[i] for i in keep])
+
+
+class _Frame:
+    """The same for pandas' frame of the file (:func:`read_csv`)."""
+
+    def __init__(self, df: pd.DataFrame) -> None:
+        self.df, self.columns = df, list(df.columns)
+
+    def num(self, col):
+        return num(self.df, col)
+
+    def given(self, col):
+        return _given(self.df[col])
+
+    def ns(self, col):
+        return ns(self.df, col)
+
+    def text(self, col):
+        return text(self.df, col)
+
+    def texts(self, col):
+        return texts(self.df, col)
 
 
 def num(df: pd.DataFrame, col: str) -> np.ndarray:
@@ -181,37 +246,45 @@ def read_kernel_details(path: str, warnings: list[str]) -> tuple[dict, dict] | N
     column); info = {"columns": [...], "has_pmu": bool, "pmu_columns": [...present...]}.
     """
     # Level0 exports legitimately lack the PMU/shape columns: warn only for ones every level writes.
-    df = read_csv(path, ["Name", "Start Time(us)"],
-                  ["Duration(us)", "Step Id", "Task ID", "Stream ID", *_KD_TEXT, *PMU_COLUMNS], warnings,
-                  aliases={"Step Id": ("Step ID",), "Task ID": ("Task Id",), "Stream ID": ("Stream Id",)},
-                  warn_missing=False, floats=["Duration(us)", "Step Id", "Task ID", "Stream ID", *PMU_COLUMNS])
-    if df is None:                  # read_csv said so in ``warnings``
-        return None
+    required, optional = ["Name", "Start Time(us)"], ["Duration(us)", "Step Id", "Task ID", "Stream ID",
+                                                      *_KD_TEXT, *PMU_COLUMNS]
+    aliases = {"Step Id": ("Step ID",), "Task ID": ("Task Id",), "Stream ID": ("Stream Id",)}
+    floats = ["Duration(us)", "Step Id", "Task ID", "Stream ID", *PMU_COLUMNS]
+    want = spellings(required + optional, aliases)
+    got = csv_quoted.read_columns(path, want, {w for w, c in want.items() if c in floats},
+                                  {w for w, c in want.items() if c == "Start Time(us)"})
+    if got is not None and all(c in got[0] for c in required):
+        f = _Compiled(*got)          # (the compiled reader, when this process has it: the same columns)
+    else:
+        df = read_csv(path, required, optional, warnings, aliases=aliases, warn_missing=False, floats=floats)
+        if df is None:                  # read_csv said so in ``warnings``
+            return None
+        f = _Frame(df)
     for col in ("Duration(us)", "Type"):
-        if col not in df.columns:
+        if col not in f.columns:
             warnings.append(f"{os.path.basename(path)}: column {col!r} is missing")
     cols: dict = {
-        "name": text(df, "Name"),
-        "start_ns": ns(df, "Start Time(us)"),
-        "dur_us": num(df, "Duration(us)"),
-        "step": _int(num(df, "Step Id")),
-        "task_id": _int(num(df, "Task ID")),
-        "stream": _int(num(df, "Stream ID")),
-        "type": texts(df, "Type"), "accel_core": texts(df, "Accelerator Core"),
-        "input_shapes": texts(df, "Input Shapes"), "input_dtypes": texts(df, "Input Data Types"),
-        "input_formats": texts(df, "Input Formats"),
+        "name": f.text("Name"),
+        "start_ns": f.ns("Start Time(us)"),
+        "dur_us": f.num("Duration(us)"),
+        "step": _int(f.num("Step Id")),
+        "task_id": _int(f.num("Task ID")),
+        "stream": _int(f.num("Stream ID")),
+        "type": f.texts("Type"), "accel_core": f.texts("Accelerator Core"),
+        "input_shapes": f.texts("Input Shapes"), "input_dtypes": f.texts("Input Data Types"),
+        "input_formats": f.texts("Input Formats"),
     }
-    present = [c for c in PMU_COLUMNS if c in df.columns]
+    present = [c for c in PMU_COLUMNS if c in f.columns]
     for c, k in PMU_COLUMNS.items():
-        cols[k] = num(df, c)
+        cols[k] = f.num(c)
         if c in present:            # a cell that is neither a number nor a "missing" marker
-            _count_bad(warnings, path, _given(df[c]) & ~np.isfinite(cols[k]), repr(c), "read as unknown")
+            _count_bad(warnings, path, f.given(c) & ~np.isfinite(cols[k]), repr(c), "read as unknown")
     has_pmu = any(np.isfinite(cols[PMU_COLUMNS[c]]).any()
                   for c in ("aiv_vec_time(us)", "mac_time(us)", "aic_mac_time(us)") if c in present)
     bad = int((cols["start_ns"] < 0).sum())
     if bad:
         warnings.append(f"{os.path.basename(path)}: {bad} row(s) without a readable 'Start Time(us)'")
-    return cols, {"columns": list(df.columns), "has_pmu": bool(has_pmu), "pmu_columns": present}
+    return cols, {"columns": list(f.columns), "has_pmu": bool(has_pmu), "pmu_columns": present}
 
 
 def _given(col: pd.Series) -> np.ndarray:

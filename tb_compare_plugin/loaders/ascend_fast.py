@@ -85,6 +85,12 @@ def _self_test(jit) -> None:
             or jit.cell_words(b, lo, hi, words) != 1 or words[:, 0].tolist() != [0x352E31, 0x412F4E]
             or jit.cell_floats(b, lo, hi, vals) != -1 or vals[0] != 1.5 or vals[1] == vals[1]):
         raise RuntimeError("the CSV kernels gave wrong values on their test rows")
+    # ... and csv_quoted's: one row, one quoted text cell and one number cell
+    b = np.frombuffer(bytearray(b'x,y\r\n"a""b",2.5\r\n' + bytes(64)), np.uint8)
+    nums, spans, hashes = np.empty((1, 1), np.float64), np.empty((2, 1, 1), np.int64), np.empty((2, 1, 1), np.uint64)
+    if (jit.csv_read(b, 5, 17, 13, True, np.array([1, 2], np.int8), np.array([0, 0], np.int64), nums, spans[0],
+                     spans[1], hashes[0], hashes[1]) != 1 or nums[0, 0] != 2.5 or spans[:, 0, 0].tolist() != [6, 10]):
+        raise RuntimeError("the quoted-CSV kernels gave wrong values on their test row")
 
 
 class _Probe:

@@ -78,7 +78,7 @@ def read(path: str, kinds: dict[str, str]) -> dict | None:
     b = np.frombuffer(whole, np.uint8)
     step = 2 if crlf else 1
     body = skip + head_end + step
-    sep = _separators(b, body, size, eol, crlf, ncol, text.count(b"\n", skip, size))
+    sep = _separators(b, text, skip, body, size, eol, crlf, ncol)
     if sep is None:
         return None
     n = len(sep)
@@ -106,16 +106,17 @@ def _kernels():
     return ascend_fast.loaded()
 
 
-def _separators(b, body: int, size: int, eol: int, crlf: bool, ncol: int, lines: int) -> np.ndarray | None:
+def _separators(b, text, skip: int, body: int, size: int, eol: int, crlf: bool, ncol: int) -> np.ndarray | None:
     """The (rows, ncol) offsets of the body's separators, every row ncol - 1 commas then ``eol``
-    (with CRLF: CR LF, and as many rows as the file has LFs after the header's (``lines``: the LFs
-    from the header on), since a lone LF in a cell would be a line break to pandas); None when a
-    row is not so or there is no row."""
+    (with CRLF: CR LF, and as many rows as the file has LFs after the header's, since a lone LF
+    in a cell or in the header would be a line break to pandas); None when a row is not so or
+    there is no row."""
     kern = _kernels()
-    if kern is not None:
-        out = np.empty((lines, ncol), np.int64)     # (a row ends with an LF: never more rows)
-        n = kern.csv_seps(b, body, size, eol, crlf, out)
-        return out[:n] if n > 0 and not (crlf and n != lines - 1) else None
+    if kern is not None:            # (a row is at least its separators; pages never written are never mapped)
+        out = np.empty(((size - body) // ncol + 1, ncol), np.int64)
+        n = kern.csv_seps(b, body, size, eol, crlf, out)   # (with CRLF: every LF of the body ends a row)
+        return out[:n] if n > 0 and not (crlf and text.count(b"\n", skip, body) != 1) else None
+    lines = text.count(b"\n", skip, size)
     part = b[body:size]
     sep = np.flatnonzero((part == 44) | (part == eol)) + body
     if not len(sep) or len(sep) % ncol or (crlf and len(sep) // ncol != lines - 1):
@@ -153,6 +154,12 @@ def _cells(b, lo, hi, width: int) -> np.ndarray | None:
     """The cells as an (n, width) byte matrix, zero-padded (None: wider than _PAD)."""
     w = _words(b, lo, hi, width)
     return None if w is None else np.ascontiguousarray(w.view(np.uint8)[:, :width])
+
+
+def times(b, lo, hi):
+    """:func:`_ts` of cells ``[lo, hi)`` of ``b`` (8 bytes past the end) each followed by a comma:
+    exact int64 ns, or None."""
+    return _ts(b, lo, hi)
 
 
 def _ts(b, lo, hi):
