@@ -1040,6 +1040,14 @@ def cell_floats(b, lo, hi, out):
 
 
 # -- CSVs with quoted cells (csv_quoted.read_columns: kernel_details.csv): one pass, row by row
+@inline
+def _mix(h1, h2, c):
+    """The two hashes of a text cell (:func:`csv_read`) with its next byte ``c`` mixed in."""
+    h1 = (h1 ^ np.uint64(c)) * _HP
+    h2 = (h2 ^ np.uint64(c)) * _GP
+    return h1, h2 ^ (h2 >> _S29)
+
+
 @jit
 def csv_read(b, body, size, eol, crlf, kind, slot, nums, tlo, thi, th1, th2):
     """Read the rows of ``b[body:size]`` in one pass: of file column ``j``, ``kind[j]`` 0 skipped,
@@ -1076,16 +1084,12 @@ def csv_read(b, body, size, eol, crlf, kind, slot, nums, tlo, thi, th1, th2):
                         if _ld1(a, i + 1) != 34:
                             break
                         if k == 1:
-                            h1 = (h1 ^ np.uint64(c)) * _HP
-                            h2 = (h2 ^ np.uint64(c)) * _GP
-                            h2 ^= h2 >> _S29
+                            h1, h2 = _mix(h1, h2, c)
                         i += 1
                     elif c == 10 or c == 13:
                         return -1
                     if k == 1:
-                        h1 = (h1 ^ np.uint64(c)) * _HP
-                        h2 = (h2 ^ np.uint64(c)) * _GP
-                        h2 ^= h2 >> _S29
+                        h1, h2 = _mix(h1, h2, c)
                     i += 1
                 e = i
                 i += 1
@@ -1100,9 +1104,7 @@ def csv_read(b, body, size, eol, crlf, kind, slot, nums, tlo, thi, th1, th2):
                     if c == 34 or c == 10 or c == 13:
                         return -1
                     if k == 1:
-                        h1 = (h1 ^ np.uint64(c)) * _HP
-                        h2 = (h2 ^ np.uint64(c)) * _GP
-                        h2 ^= h2 >> _S29
+                        h1, h2 = _mix(h1, h2, c)
                     i += 1
                 e = i
             if j < ncol - 1:
