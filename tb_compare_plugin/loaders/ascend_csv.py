@@ -11,7 +11,9 @@ missing cells are "" or "N/A".  Only the needed columns are read, every cell as 
 C engine), and converted per column: times exactly (:func:`ascend_columns.ts_ns`, timeconv's
 rules), numbers via ``pd.to_numeric`` once per distinct cell (junk -> NaN).  A missing
 *required* column or undecodable bytes raise LoadError; a missing optional column or an empty
-file adds a warning (file and column named).
+file adds a warning (file and column named).  The memory CSVs go through :mod:`.csv_simple` and
+kernel_details.csv through :mod:`.csv_quoted` first (compiled readers giving the same columns,
+used when this process has the Ascend scanner loaded); any file they do not read is read here.
 """
 from __future__ import annotations
 
