@@ -90,7 +90,7 @@ def read(path: str, kinds: dict[str, str]) -> dict | None:
         j = header.index(name)
         lo = first if j == 0 else sep[:, j - 1] + 1
         hi = sep[:, j]
-        got = {"ts": _ts, "float": _floats, "text": _texts}[kind](b, lo, hi)
+        got = {"ts": times, "float": _floats, "text": _texts}[kind](b, lo, hi)
         if got is None:
             return None
         out[name] = got
@@ -157,13 +157,9 @@ def _cells(b, lo, hi, width: int) -> np.ndarray | None:
 
 
 def times(b, lo, hi):
-    """:func:`_ts` of cells ``[lo, hi)`` of ``b`` (8 bytes past the end) each followed by a comma:
-    exact int64 ns, or None."""
-    return _ts(b, lo, hi)
-
-
-def _ts(b, lo, hi):
-    """Empty cells -> -1 (as ``ts_ns``); the others must share one width and read exactly."""
+    """The "ts" cells ``[lo, hi)`` of ``b`` (8 bytes past the end; each non-empty one followed by a
+    comma) as exact int64 ns: empty cells -> -1 (as ``ts_ns``); the others must share one width and
+    read exactly, else None."""
     w = hi - lo
     full = np.flatnonzero(w)
     if not len(full):
