@@ -34,12 +34,6 @@ from .regular import open_regular
 _PAD = 64
 
 
-def _kernels():
-    """The Ascend scanner's compiled helpers when loaded in this process (never loads them)."""
-    from . import ascend_fast
-    return ascend_fast.loaded()
-
-
 def read_columns(path: str, want: dict, floats, times=()) -> tuple[dict, list] | None:
     """({canonical name: column}, canonical names in file order) of the columns of ``path`` whose
     stripped header is a key of ``want`` (-> its canonical name; the first of two spellings of one
@@ -47,7 +41,7 @@ def read_columns(path: str, want: dict, floats, times=()) -> tuple[dict, list] |
     ``times`` is int64 ns when its cells are µs text of one width with 3 decimals and a TAB
     (``csv_simple``'s "ts" rule: ``ascend_columns.ts_ns``'s values, "" -> -1); another is (codes,
     distinct values): int64 codes into the values in order of first appearance."""
-    kern = _kernels()
+    kern = csv_simple._kernels()          # (the scanner's helpers, when loaded here)
     if kern is None:
         return None
     try:

@@ -99,9 +99,9 @@ def read(path: str, kinds: dict[str, str]) -> dict | None:
 
 def _kernels():
     """The Ascend scanner's compiled CSV helpers (``_ascend_scan_jit``: ``csv_seps``, ``cell_words``,
-    ``cell_floats``) when this process has the scanner loaded already (a large trace_view.json is
-    read here: its parser process has them from the fork server); None otherwise (never loaded
-    here: the numpy code below gives the same arrays)."""
+    ``cell_floats``; :mod:`.csv_quoted`'s ``csv_read`` too) when this process has the scanner
+    loaded already (a large trace_view.json is read here: its parser process has them from the
+    fork server); None otherwise (never loaded here: the numpy code below gives the same arrays)."""
     from . import ascend_fast
     return ascend_fast.loaded()
 
